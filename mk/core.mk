@@ -1,0 +1,8 @@
+# The test entry point: everything from nothing, then every test, then the private cluster is stopped.
+.PHONY: test lint
+test: ## set up everything from nothing (apt, venv, pgvector, private PostgreSQL) and run all tests
+	bash scripts/test.sh
+
+lint: setup ## ruff + mypy
+	$(VENV)/bin/ruff check src tests patches
+	$(VENV)/bin/mypy

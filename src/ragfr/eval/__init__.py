@@ -1,1 +1,1 @@
-"""eval."""
+"""Retrieval-quality evaluation: BEIR datasets, metrics, configurations and the CI gate."""

@@ -1,0 +1,33 @@
+# Build foundation: Debian packages, the venv, pgvector built without AVX-512, a private PostgreSQL root and
+# cluster. Every step is idempotent: stamps keyed on its inputs make re-runs skip work.
+PGROOT ?= $(BUILD)/pgroot
+PGVECTOR_SO := $(PGROOT)/usr/lib/postgresql/15/lib/vector.so
+export RAGFR_PGROOT := $(PGROOT)
+
+.PHONY: setup setup-apt setup-venv pgroot db db-stop db-status avx512-scan test-build
+
+setup: setup-apt setup-venv pgroot ## install apt packages, the venv, and build pgvector into .build/pgroot
+
+setup-apt: ## apt prerequisites (bookworm; qemu-user from bookworm-backports; trixie deb-src for pgvector)
+	bash scripts/setup-apt.sh
+
+setup-venv: ## .venv with torch CPU + ragfr[local,rerank,k8s,dev] (skips when pyproject.toml is unchanged)
+	bash scripts/setup-venv.sh
+
+pgroot: setup-apt ## fetch+verify pgvector 0.8.0, build with OPTFLAGS="", scan for AVX-512, private PG root
+	bash scripts/pgroot.sh
+
+db: setup ## start the private cluster, create+migrate database ragfr; last line DATABASE_URL=...
+	bash scripts/db.sh
+
+db-stop: ## stop the private cluster
+	bash scripts/pg.sh stop
+
+db-status: ## print DATABASE_URL of the running private cluster (exit 3 when stopped)
+	bash scripts/pg.sh status
+
+avx512-scan: pgroot ## list AVX-512 instructions per function in the built vector.so
+	$(PY) -m ragfr.build.avx512_scan --verbose --allowlist images/ragdb/avx512-allowlist.txt $(PGVECTOR_SO)
+
+test-build: setup ## build-foundation tests (scanner, negative control, emulated old CPU)
+	$(VENV)/bin/pytest -q tests/build

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Private PostgreSQL 15 cluster (our pgvector build) for development and tests.
+#
+# Usage: scripts/pg.sh start|stop|status|dsn [DBNAME]
+#   start   initdb on first use, then start (or reuse a running cluster); last line: DATABASE_URL=...
+#   stop    fast shutdown (no-op when not running)
+#   status  exit 0 and print DATABASE_URL=... when running, exit 3 when not
+#   dsn     print the DSN only (cluster must be running)
+# Env: RAGFR_PG_STATE (state dir, default .state/pg), RAGFR_PGROOT (default .build/pgroot),
+#      RAGFR_PG_USER (OS user running the server when invoked as root; default postgres).
+#
+# The server listens on 127.0.0.1 only, on a free port picked at each start (written to STATE/port), plus a
+# unix socket in STATE/sock. Auth is scram-sha-256 for the `postgres` role with a generated password kept in
+# STATE/password. TEST SETTINGS: fsync, full_page_writes and synchronous_commit are off -- a crash can lose
+# or corrupt data. Never point this at data you care about.
+set -euo pipefail
+ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+STATE="${RAGFR_PG_STATE:-$ROOT/.state/pg}"
+PGROOT="${RAGFR_PGROOT:-$ROOT/.build/pgroot}"
+BIN="$PGROOT/usr/lib/postgresql/15/bin"
+DATA="$STATE/data"
+SOCK="$STATE/sock"
+die() { echo "pg.sh: $*" >&2; exit 1; }
+
+as_owner() {
+  # PostgreSQL refuses to run as root: when we are root, run as an unprivileged OS user.
+  if [[ "$(id -u)" == 0 ]]; then runuser -u "${RAGFR_PG_USER:-postgres}" -- "$@"; else "$@"; fi
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+url() {
+  local db="${1:-postgres}"
+  echo "postgresql://postgres:$(cat "$STATE/password")@127.0.0.1:$(cat "$STATE/port")/$db"
+}
+
+running() { [[ -f "$DATA/postmaster.pid" ]] && as_owner "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
+
+init_cluster() {
+  [[ -x "$BIN/initdb" ]] || die "no PostgreSQL root at $PGROOT: run 'make setup' first"
+  local owner="${RAGFR_PG_USER:-postgres}"
+  mkdir -p "$STATE"
+  if [[ "$(id -u)" == 0 ]]; then
+    id "$owner" >/dev/null 2>&1 || die "OS user $owner does not exist (set RAGFR_PG_USER)"
+    chown "$owner" "$STATE"
+    # Every parent must be traversable by the server's user, or initdb fails with a confusing error.
+    runuser -u "$owner" -- test -x "$STATE" || die "$owner cannot reach $STATE (a parent directory is not o+x)"
+  fi
+  chmod 0700 "$STATE"
+  (umask 077; head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 32 > "$STATE/password")
+  [[ "$(id -u)" == 0 ]] && chown "$owner" "$STATE/password"
+  as_owner "$BIN/initdb" -D "$DATA" -U postgres --pwfile="$STATE/password" --auth=scram-sha-256 \
+    --encoding=UTF8 --locale=C.UTF-8 >"$STATE/initdb.log" 2>&1 || die "initdb failed (see $STATE/initdb.log)"
+  as_owner mkdir -p "$SOCK"
+  as_owner tee -a "$DATA/postgresql.conf" >/dev/null <<CONF
+# ragfr test cluster (scripts/pg.sh). Durability is off on purpose: tests only.
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$SOCK'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+shared_buffers = 256MB
+maintenance_work_mem = 512MB
+max_connections = 200
+logging_collector = off
+CONF
+}
+
+start() {
+  if running; then
+    echo "pg.sh: reusing running cluster in $STATE" >&2
+    echo "DATABASE_URL=$(url "${1:-postgres}")"
+    return 0
+  fi
+  [[ -d "$DATA" ]] || init_cluster
+  local port attempt
+  for attempt in 1 2 3; do
+    port="$(free_port)"
+    echo "$port" > "$STATE/port"
+    # A port can be taken between picking it and binding it: retry with another one.
+    if as_owner "$BIN/pg_ctl" -D "$DATA" -l "$STATE/server.log" -w -t 60 -o "-p $port" start >/dev/null; then
+      echo "pg.sh: started PostgreSQL ($BIN) on 127.0.0.1:$port, state $STATE" >&2
+      echo "DATABASE_URL=$(url "${1:-postgres}")"
+      return 0
+    fi
+    echo "pg.sh: start attempt $attempt on port $port failed; last log lines:" >&2
+    tail -3 "$STATE/server.log" >&2 || true
+  done
+  die "could not start the cluster (see $STATE/server.log)"
+}
+
+stop() {
+  if running; then
+    as_owner "$BIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
+    echo "pg.sh: stopped cluster in $STATE" >&2
+  else
+    echo "pg.sh: not running ($STATE)" >&2
+  fi
+}
+
+case "${1:-}" in
+  start) start "${2:-}" ;;
+  stop) stop ;;
+  status) if running; then echo "DATABASE_URL=$(url "${2:-}")"; else echo "pg.sh: not running ($STATE)" >&2; exit 3; fi ;;
+  dsn) running || die "not running ($STATE): run scripts/pg.sh start"; url "${2:-}" ;;
+  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+esac

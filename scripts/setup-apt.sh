@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and tests need, from bookworm only (plus qemu-user from
+# bookworm-backports). A deb-src entry for trixie is added solely so `apt-get source pgvector` can fetch
+# pgvector 0.8.0's source; no trixie binary is ever installed because every install names its suite (-t).
+# Skips everything when a stamp records that this exact package list was already installed.
+set -euo pipefail
+
+ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+STAMP_DIR="$ROOT/.build/stamps"
+
+BOOKWORM_PKGS=(
+  postgresql-15 postgresql-server-dev-15 postgresql-contrib postgresql-client-15
+  build-essential binutils dpkg-dev ca-certificates
+  podman debootstrap runc uidmap catatonit containernetworking-plugins
+)
+# qemu-user 10 (static-pie /usr/bin/qemu-x86_64): bookworm's 7.2 segfaults running the postmaster.
+BACKPORTS_PKGS=(qemu-user)
+
+SOURCES_DIR="${RAGFR_APT_SOURCES_DIR:-/etc/apt/sources.list.d}"
+BACKPORTS_FILE="$SOURCES_DIR/ragfr-bookworm-backports.sources"
+TRIXIE_SRC_FILE="$SOURCES_DIR/ragfr-trixie-src.sources"
+
+want_sources() {
+  cat <<'SRC' > "$1.bpo"
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  cat <<'SRC' > "$1.trixie"
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+}
+
+key="$(printf '%s\n' "${BOOKWORM_PKGS[@]}" "--bpo--" "${BACKPORTS_PKGS[@]}" | sha256sum | cut -c1-16)"
+stamp="$STAMP_DIR/apt-$key"
+if [[ -f "$stamp" ]] && dpkg-query -W -f='${Status}\n' "${BOOKWORM_PKGS[@]}" "${BACKPORTS_PKGS[@]}" \
+    2>/dev/null | grep -vq 'install ok installed' ; then
+  rm -f "$stamp"   # a package vanished since the stamp was written: reinstall
+fi
+if [[ -f "$stamp" ]]; then
+  echo "setup-apt: packages already installed (stamp $key)"
+  exit 0
+fi
+
+if [[ "$(id -u)" != 0 ]]; then
+  echo "setup-apt: must run as root (apt-get install); run: sudo make setup" >&2
+  exit 1
+fi
+
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+want_sources "$tmp/s"
+changed=0
+for pair in "bpo:$BACKPORTS_FILE" "trixie:$TRIXIE_SRC_FILE"; do
+  src="$tmp/s.${pair%%:*}"; dst="${pair#*:}"
+  if ! cmp -s "$src" "$dst"; then install -m 0644 "$src" "$dst"; changed=1; fi
+done
+lists_stamp="$STAMP_DIR/apt-lists-updated"
+if [[ $changed == 1 || ! -f "$lists_stamp" ]]; then
+  echo "setup-apt: apt-get update"
+  apt-get update -qq
+  mkdir -p "$STAMP_DIR"; touch "$lists_stamp"
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "setup-apt: installing from bookworm: ${BOOKWORM_PKGS[*]}"
+apt-get install -y -qq --no-install-recommends -t bookworm "${BOOKWORM_PKGS[@]}"
+echo "setup-apt: installing from bookworm-backports: ${BACKPORTS_PKGS[*]}"
+apt-get install -y -qq --no-install-recommends -t bookworm-backports "${BACKPORTS_PKGS[@]}"
+
+mkdir -p "$STAMP_DIR"
+touch "$stamp"
+echo "setup-apt: done"

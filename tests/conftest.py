@@ -1,0 +1,101 @@
+"""Shared fixtures: the private PostgreSQL test cluster (our pgvector build) and migrated databases.
+
+`make test` starts the cluster and exports RAGFR_TEST_DSN; run alone, the fixture starts it through
+scripts/pg.sh. A test that needs the database FAILS when there is none: a skipped database test would
+let CI pass without testing anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+PIAF_JSON = SHARED / "datasets" / "piaf" / "piaf-v1.1.json"
+
+MigratedDb = Callable[..., str]
+
+
+def with_database(dsn: str, dbname: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{dbname}"))
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    """Superuser DSN of the private test cluster."""
+    dsn = os.environ.get("RAGFR_TEST_DSN")
+    if dsn:
+        return dsn
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "pg.sh"), "start"], capture_output=True, text=True, check=False
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("DATABASE_URL=")]
+    if proc.returncode != 0 or not lines:
+        pytest.fail(f"no test database: scripts/pg.sh start failed (run `make setup`):\n{proc.stderr[-2000:]}")
+    return lines[-1].split("=", 1)[1]
+
+
+def _admin(pg_dsn: str) -> psycopg.Connection:  # type: ignore[type-arg]
+    return psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def _templates(pg_dsn: str) -> Iterator[dict[tuple[int, str], str]]:
+    made: dict[tuple[int, str], str] = {}
+    yield made
+    with _admin(pg_dsn) as conn:
+        for name in made.values():
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def migrated_db(pg_dsn: str, _templates: dict[tuple[int, str], str]) -> Iterator[MigratedDb]:
+    """Factory: `migrated_db(dims=1024, model="ollama:bge-m3")` -> DSN of a fresh, fully migrated database.
+
+    Each (dims, model) pair is migrated once into a template; every call clones it (fast, isolated).
+    """
+    from ragfr.db.migrate import migrate
+
+    created: list[str] = []
+
+    def make(dims: int = 1024, model: str = "ollama:bge-m3") -> str:
+        key = (dims, model)
+        if key not in _templates:
+            tag = hashlib.sha256(f"{dims}/{model}".encode()).hexdigest()[:10]
+            name = f"ragfr_tpl_{dims}_{tag}_{os.getpid()}"
+            with _admin(pg_dsn) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
+            migrate(with_database(pg_dsn, name), dims, model)
+            _templates[key] = name
+        name = f"ragfr_t_{uuid.uuid4().hex[:12]}"
+        with _admin(pg_dsn) as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_templates[key]}"')
+        created.append(name)
+        return with_database(pg_dsn, name)
+
+    yield make
+    with _admin(pg_dsn) as conn:
+        for name in created:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def empty_db(pg_dsn: str) -> Iterator[str]:
+    """DSN of a fresh UTF-8 database with nothing in it (for migration-runner tests)."""
+    name = f"ragfr_e_{uuid.uuid4().hex[:12]}"
+    with _admin(pg_dsn) as conn:
+        conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
+    yield with_database(pg_dsn, name)
+    with _admin(pg_dsn) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -7,7 +7,9 @@
 #   status  exit 0 and print DATABASE_URL=... when running, exit 3 when not
 #   dsn     print the DSN only (cluster must be running)
 # Env: RAGFR_PG_STATE (state dir, default .state/pg), RAGFR_PGROOT (default .build/pgroot),
-#      RAGFR_PG_USER (OS user running the server when invoked as root; default postgres).
+#      RAGFR_PG_USER (OS user running the server when invoked as root; default postgres),
+#      RAGFR_PG_EXEC_PREFIX (command the postmaster is started under, e.g. "qemu-x86_64 -cpu Skylake-Client":
+#      then `postgres` is started directly, because pg_ctl would exec it natively; initdb stays native).
 #
 # The server listens on 127.0.0.1 only, on a free port picked at each start (written to STATE/port), plus a
 # unix socket in STATE/sock. Auth is scram-sha-256 for the `postgres` role with a generated password kept in
@@ -68,6 +70,24 @@ logging_collector = off
 CONF
 }
 
+launch() {
+  local port="$1"
+  if [[ -z "${RAGFR_PG_EXEC_PREFIX:-}" ]]; then
+    as_owner "$BIN/pg_ctl" -D "$DATA" -l "$STATE/server.log" -w -t 60 -o "-p $port" start >/dev/null
+    return
+  fi
+  local -a prefix
+  read -r -a prefix <<<"$RAGFR_PG_EXEC_PREFIX"
+  as_owner setsid "${prefix[@]}" "$BIN/postgres" -D "$DATA" -p "$port" >>"$STATE/server.log" 2>&1 </dev/null &
+  local pid=$! waited=0
+  # Emulated start-up is slow; wait for connections, not just for the pid file.
+  until as_owner "$BIN/pg_isready" -q -h "$SOCK" -p "$port"; do
+    kill -0 "$pid" 2>/dev/null || return 1
+    (( waited++ < ${RAGFR_PG_START_TIMEOUT:-300} )) || return 1
+    sleep 1
+  done
+}
+
 start() {
   if running; then
     echo "pg.sh: reusing running cluster in $STATE" >&2
@@ -80,7 +100,7 @@ start() {
     port="$(free_port)"
     echo "$port" > "$STATE/port"
     # A port can be taken between picking it and binding it: retry with another one.
-    if as_owner "$BIN/pg_ctl" -D "$DATA" -l "$STATE/server.log" -w -t 60 -o "-p $port" start >/dev/null; then
+    if launch "$port"; then
       echo "pg.sh: started PostgreSQL ($BIN) on 127.0.0.1:$port, state $STATE" >&2
       echo "DATABASE_URL=$(url "${1:-postgres}")"
       return 0

@@ -105,7 +105,7 @@ def build_flavor(name: str, *, root: Path | None = None, pgroot: Path | None = N
         str(root / "images/ragdb/build-pgvector.sh"), "--src", str(src.parent), "--destdir", str(out / "install"),
         "--workdir", str(out / "work"), "--optflags", flavor.optflags, "--cppflags", flavor.cppflags, "--no-scan",
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise BuildError(f"building flavor {name} failed: {proc.stderr.strip()[-500:]}")
     # Hard links keep the copy cheap; vector.so is unlinked before copying so the shared inode is untouched.

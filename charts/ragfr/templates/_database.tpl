@@ -1,0 +1,92 @@
+{{/*
+Database connection, one definition for the three modes (internal ragdb, external, CloudNativePG).
+Consumers never see a password in plain text: they get it from a Secret into an env var and the URL
+refers to it with Kubernetes' $(VAR) expansion.
+*/}}
+
+{{- define "ragfr.db.cnpgCluster" -}}
+{{- include "ragfr.componentName" (dict "root" . "component" "db") -}}
+{{- end -}}
+
+{{- define "ragfr.db.internalSecret" -}}
+{{- default (include "ragfr.componentName" (dict "root" . "component" "ragdb")) .Values.ragdb.auth.existingSecret -}}
+{{- end -}}
+
+{{/* Connection facts for database "ragfr" or "openwebui", as YAML (read back with fromYaml). */}}
+{{- define "ragfr.db.conn" -}}
+{{- $v := .root.Values.database -}}
+{{- $which := index $v .db -}}
+{{- if eq $v.mode "internal" -}}
+host: {{ include "ragfr.componentName" (dict "root" .root "component" "ragdb") }}
+port: {{ .root.Values.ragdb.service.port }}
+user: {{ $which.user }}
+database: {{ $which.name }}
+secret: {{ include "ragfr.db.internalSecret" .root }}
+key: {{ printf "%s-password" .db }}
+sslmode: disable
+{{- else if eq $v.mode "external" -}}
+host: {{ required "database.external.host is required when database.mode=external" $v.external.host }}
+port: {{ $v.external.port }}
+user: {{ $which.user }}
+database: {{ $which.name }}
+secret: {{ required "database.external.existingSecret (a Secret holding the ragfr and openwebui passwords) is required when database.mode=external" $v.external.existingSecret }}
+key: {{ ternary $v.external.ragfrPasswordKey $v.external.openwebuiPasswordKey (eq .db "ragfr") }}
+sslmode: {{ $v.external.sslmode }}
+{{- else -}}
+{{- /* CNPG: one owner role (the bootstrap owner) owns both databases; its Secret is <cluster>-app. */ -}}
+host: {{ printf "%s-rw" (include "ragfr.db.cnpgCluster" .root) }}
+port: 5432
+user: {{ $v.ragfr.user }}
+database: {{ $which.name }}
+secret: {{ printf "%s-app" (include "ragfr.db.cnpgCluster" .root) }}
+key: password
+sslmode: require
+{{- end -}}
+{{- end -}}
+
+{{/* env entries: <passwordVar> from the Secret, then <urlVar> built from it. */}}
+{{- define "ragfr.db.urlEnv" -}}
+{{- $c := include "ragfr.db.conn" (dict "root" .root "db" .db) | fromYaml -}}
+- name: {{ .passwordVar }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.secret }}
+      key: {{ $c.key }}
+- name: {{ .urlVar }}
+  value: {{ printf "postgresql://%s:$(%s)@%s:%v/%s?sslmode=%s" $c.user .passwordVar $c.host $c.port $c.database $c.sslmode | quote }}
+{{- end -}}
+
+{{/* libpq variables for psql-based waits (the ragdb image is the client everywhere). */}}
+{{- define "ragfr.db.pgEnv" -}}
+{{- $c := include "ragfr.db.conn" (dict "root" .root "db" "ragfr") | fromYaml -}}
+- name: PGHOST
+  value: {{ $c.host | quote }}
+- name: PGPORT
+  value: {{ $c.port | quote }}
+- name: PGUSER
+  value: {{ $c.user | quote }}
+- name: PGDATABASE
+  value: {{ $c.database | quote }}
+- name: PGSSLMODE
+  value: {{ $c.sslmode | quote }}
+- name: PGCONNECT_TIMEOUT
+  value: "5"
+- name: PGPASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.secret }}
+      key: {{ $c.key }}
+{{- end -}}
+
+{{/* Init container that blocks until PostgreSQL accepts connections as the ragfr role. */}}
+{{- define "ragfr.db.waitContainer" -}}
+- name: wait-for-postgres
+  image: {{ include "ragfr.image" (dict "root" .root "image" .root.Values.ragdb.image) }}
+  imagePullPolicy: {{ .root.Values.ragdb.image.pullPolicy }}
+  command: ["/bin/sh", "/ragfr-scripts/wait-for-postgres.sh"]
+  env:
+    {{- include "ragfr.db.pgEnv" (dict "root" .root) | nindent 4 }}
+    - name: WAIT_TIMEOUT_SECONDS
+      value: {{ .root.Values.migrations.waitTimeoutSeconds | quote }}
+  {{- include "ragfr.smallContainer" .root | nindent 2 }}
+{{- end -}}

@@ -1,0 +1,74 @@
+{{/* Names, labels and images shared by every template. */}}
+
+{{- define "ragfr.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ragfr.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of one component's objects: <fullname>-<component>, kept within DNS label length. */}}
+{{- define "ragfr.componentName" -}}
+{{- printf "%s-%s" (include "ragfr.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ragfr.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ragfr.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "ragfr.labels" -}}
+{{ include "ragfr.selectorLabels" . }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: ragfr
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Image reference: [global.imageRegistry/]repository:tag, the tag defaulting to the chart appVersion.
+A "latest" tag is refused: every image in a release must be reproducible.
+*/}}
+{{- define "ragfr.image" -}}
+{{- $tag := toString (default .root.Chart.AppVersion .image.tag) -}}
+{{- if eq $tag "latest" -}}
+{{- fail (printf "image %s: the tag \"latest\" is not allowed; pin a version" .image.repository) -}}
+{{- end -}}
+{{- $repo := .image.repository -}}
+{{- with .root.Values.global.imageRegistry -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- end -}}
+{{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
+
+{{/* Pod-level settings every pod of the chart shares. */}}
+{{- define "ragfr.podDefaults" -}}
+automountServiceAccountToken: false
+{{- with .Values.global.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* A writable /tmp for containers with a read-only root filesystem. */}}
+{{- define "ragfr.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 256Mi
+{{- end -}}

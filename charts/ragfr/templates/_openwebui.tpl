@@ -1,0 +1,160 @@
+{{/*
+Open WebUI's non-secret environment: files/openwebui-env.yaml (shared with `make up`), the user's
+openwebui.env on top, then the values the chart computes, which nothing may override.
+*/}}
+{{- define "ragfr.openwebui.envMap" -}}
+{{- $file := .Files.Get "files/openwebui-env.yaml" | fromYaml -}}
+{{- $env := merge (deepCopy .Values.openwebui.env) $file -}}
+{{- $_ := set $env "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" (toString .Values.embedding.dims) -}}
+{{- $_ := set $env "RAG_EMBEDDING_MODEL" .Values.embedding.model -}}
+{{- $_ := set $env "OLLAMA_BASE_URL" (include "ragfr.ollama.url" .) -}}
+{{- $_ := set $env "HF_HOME" "/opt/hf-cache" -}}
+{{- $_ := set $env "SENTENCE_TRANSFORMERS_HOME" "/opt/hf-cache" -}}
+{{- $_ := set $env "DATA_DIR" "/app/backend/data" -}}
+{{- if .Values.openwebui.patch.enabled -}}
+{{- $_ := set $env "PYTHONPATH" "/opt/ragfr/site" -}}
+{{- end -}}
+{{- with (include "ragfr.redis.url" .) -}}
+{{- $_ := set $env "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
+{{- $_ := set $env "WEBSOCKET_MANAGER" "redis" -}}
+{{- $_ := set $env "WEBSOCKET_REDIS_URL" . -}}
+{{- $_ := set $env "REDIS_URL" . -}}
+{{- end -}}
+{{- range $k, $val := $env }}
+{{ $k }}: {{ toString $val | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "ragfr.openwebui.secretName" -}}
+{{- default (include "ragfr.componentName" (dict "root" . "component" "openwebui")) .Values.openwebui.existingSecret -}}
+{{- end -}}
+
+{{/* Redis URL for websockets, empty when Redis is off. */}}
+{{- define "ragfr.redis.url" -}}
+{{- if .Values.redis.enabled -}}
+{{- printf "redis://%s:6379/0" (include "ragfr.componentName" (dict "root" . "component" "redis")) -}}
+{{- else -}}
+{{- .Values.redis.externalUrl -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Init containers, in order: wait for the ragfr schema; copy the stock package out of the stock image;
+patch it (owui-init); make the reranker loadable offline.
+*/}}
+{{- define "ragfr.openwebui.initContainers" -}}
+{{- $w := .Values.openwebui -}}
+- name: wait-for-schema
+  image: {{ include "ragfr.image" (dict "root" . "image" .Values.ragdb.image) }}
+  imagePullPolicy: {{ .Values.ragdb.image.pullPolicy }}
+  command: ["/bin/sh", "/ragfr-scripts/wait-for-schema.sh"]
+  env:
+    {{- include "ragfr.db.pgEnv" (dict "root" .) | nindent 4 }}
+    - name: WAIT_TIMEOUT_SECONDS
+      value: {{ .Values.migrations.waitTimeoutSeconds | quote }}
+    - name: REQUIRED_SCHEMA_VERSION
+      value: {{ .Values.migrations.requiredVersion | quote }}
+    - name: EMBEDDING_DIMS
+      value: {{ .Values.embedding.dims | quote }}
+  {{- include "ragfr.smallContainer" . | nindent 2 }}
+{{- if $w.patch.enabled }}
+- name: copy-stock-openwebui
+  # The stock image is the only source of the pristine files; an init container cannot reach another
+  # image's filesystem, so this one (same image) copies the package into a shared emptyDir.
+  image: {{ include "ragfr.image" (dict "root" . "image" $w.image) }}
+  imagePullPolicy: {{ $w.image.pullPolicy }}
+  command: ["cp", "-R", "{{ $w.patch.backendDir }}/open_webui", "/patched/"]
+  resources:
+    requests: {cpu: 10m, memory: 32Mi}
+    limits: {memory: 128Mi}
+  securityContext:
+    {{- toYaml .Values.jobSecurity.securityContext | nindent 4 }}
+    runAsNonRoot: true
+    runAsUser: {{ .Values.jobSecurity.podSecurityContext.runAsUser }}
+  volumeMounts:
+    - name: owui-patched
+      mountPath: /patched
+- name: apply-french-patch
+  image: {{ include "ragfr.image" (dict "root" . "image" $w.patch.image) }}
+  imagePullPolicy: {{ $w.patch.image.pullPolicy }}
+  command: ["python", "/ragfr-scripts/apply-patch.py"]
+  env:
+    - name: PATCH_TARGET
+      value: /patched
+    - name: PATCH_FILES
+      value: {{ join " " $w.patch.files | quote }}
+    - name: PATCH_APPLY
+      value: {{ $w.patch.applyCommand | quote }}
+    - name: OPENWEBUI_VERSION
+      value: {{ $w.image.tag | quote }}
+    - name: SITE_SOURCE
+      value: {{ $w.patch.siteDir | quote }}
+    - name: SITE_TARGET
+      value: /site
+    - name: HOME
+      value: /tmp
+  resources:
+    requests: {cpu: 50m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  securityContext:
+    {{- toYaml .Values.jobSecurity.securityContext | nindent 4 }}
+    runAsNonRoot: true
+    runAsUser: {{ .Values.jobSecurity.podSecurityContext.runAsUser }}
+  volumeMounts:
+    - name: owui-patched
+      mountPath: /patched
+    - name: ragfr-site
+      mountPath: /site
+    - name: ragfr-scripts
+      mountPath: /ragfr-scripts
+      readOnly: true
+    - name: tmp
+      mountPath: /tmp
+{{- end }}
+{{- if eq $w.reranker.source "image" }}
+- name: copy-reranker-cache
+  image: {{ include "ragfr.image" (dict "root" . "image" $w.reranker.image) }}
+  imagePullPolicy: IfNotPresent
+  command: ["cp", "-R", "{{ $w.reranker.image.path }}/.", "/opt/hf-cache/"]
+  resources:
+    requests: {cpu: 10m, memory: 32Mi}
+    limits: {memory: 128Mi}
+  securityContext:
+    {{- toYaml .Values.jobSecurity.securityContext | nindent 4 }}
+    runAsNonRoot: true
+    runAsUser: {{ .Values.jobSecurity.podSecurityContext.runAsUser }}
+  volumeMounts:
+    - name: hf-cache
+      mountPath: /opt/hf-cache
+{{- end }}
+- name: cache-reranker
+  image: {{ include "ragfr.image" (dict "root" . "image" $w.image) }}
+  imagePullPolicy: {{ $w.image.pullPolicy }}
+  command: ["python", "/ragfr-scripts/reranker-cache.py"]
+  env:
+    - name: RERANKER_SOURCE
+      value: {{ $w.reranker.source | quote }}
+    - name: RAG_RERANKING_MODEL
+      value: {{ (include "ragfr.openwebui.envMap" . | fromYaml).RAG_RERANKING_MODEL | quote }}
+    - name: HF_HOME
+      value: /opt/hf-cache
+    - name: SENTENCE_TRANSFORMERS_HOME
+      value: /opt/hf-cache
+    - name: HOME
+      value: /tmp
+  resources:
+    {{- toYaml $w.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.jobSecurity.securityContext | nindent 4 }}
+    runAsNonRoot: true
+    runAsUser: {{ .Values.jobSecurity.podSecurityContext.runAsUser }}
+  volumeMounts:
+    - name: hf-cache
+      mountPath: /opt/hf-cache
+      readOnly: {{ eq $w.reranker.source "pvc" }}
+    - name: ragfr-scripts
+      mountPath: /ragfr-scripts
+      readOnly: true
+    - name: tmp
+      mountPath: /tmp
+{{- end -}}

@@ -1,0 +1,38 @@
+{{/*
+Cross-field rules the JSON schema cannot express. Each failure is one sentence naming the values to
+change, so `helm install` stops before anything reaches the cluster.
+*/}}
+{{- define "ragfr.validate" -}}
+{{- $v := .Values -}}
+{{- if gt (int $v.embedding.dims) 2000 -}}
+{{- fail (printf "embedding.dims=%v: pgvector's HNSW index supports at most 2000 dimensions for the vector type" $v.embedding.dims) -}}
+{{- end -}}
+{{- range $key := list "PGVECTOR_DB_URL" "DATABASE_URL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" "RAG_EMBEDDING_MODEL" "OLLAMA_BASE_URL" "WEBUI_SECRET_KEY" "WEBSOCKET_REDIS_URL" "REDIS_URL" "HF_HOME" "PYTHONPATH" -}}
+{{- if hasKey $v.openwebui.env $key -}}
+{{- fail (printf "openwebui.env.%s is computed by the chart (from embedding.*, database.*, redis.*, openwebui.existingSecret); set those values instead" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $v.redis.enabled $v.redis.externalUrl -}}
+{{- fail "redis.enabled=true and redis.externalUrl are exclusive: use the chart's Redis or an external one" -}}
+{{- end -}}
+{{- if gt (int $v.openwebui.replicas) 1 -}}
+{{- if not (or $v.redis.enabled $v.redis.externalUrl) -}}
+{{- fail (printf "openwebui.replicas=%v needs Redis for websockets shared between replicas: set redis.enabled=true or redis.externalUrl" $v.openwebui.replicas) -}}
+{{- end -}}
+{{- if not (or $v.openwebui.persistence.existingClaim (has "ReadWriteMany" $v.openwebui.persistence.accessModes)) -}}
+{{- fail (printf "openwebui.replicas=%v share one data volume (uploads): set openwebui.persistence.accessModes to [ReadWriteMany] or give an existingClaim that is" $v.openwebui.replicas) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not $v.ollama.enabled) (not $v.ollama.externalUrl) -}}
+{{- fail "ollama.enabled=false needs ollama.externalUrl (the Ollama serving embeddings and chat)" -}}
+{{- end -}}
+{{- if and (eq $v.openwebui.reranker.source "pvc") (not $v.openwebui.reranker.existingClaim) -}}
+{{- fail "openwebui.reranker.source=pvc needs openwebui.reranker.existingClaim (a volume holding the Hugging Face cache)" -}}
+{{- end -}}
+{{- if and (eq $v.openwebui.reranker.source "image") (not (and $v.openwebui.reranker.image.repository $v.openwebui.reranker.image.tag)) -}}
+{{- fail "openwebui.reranker.source=image needs openwebui.reranker.image.repository and .tag" -}}
+{{- end -}}
+{{- if and (eq $v.database.mode "cnpg") (ne $v.database.ragfr.user $v.database.openwebui.user) -}}
+{{- fail "database.mode=cnpg: the CloudNativePG owner role owns both databases, so database.openwebui.user must equal database.ragfr.user" -}}
+{{- end -}}
+{{- end -}}

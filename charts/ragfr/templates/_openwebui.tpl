@@ -45,17 +45,17 @@ patch it (owui-init); make the reranker loadable offline.
 {{- define "ragfr.openwebui.initContainers" -}}
 {{- $w := .Values.openwebui -}}
 - name: wait-for-schema
-  image: {{ include "ragfr.image" (dict "root" . "image" .Values.ragdb.image) }}
-  imagePullPolicy: {{ .Values.ragdb.image.pullPolicy }}
-  command: ["/bin/sh", "/ragfr-scripts/wait-for-schema.sh"]
+  # Open WebUI must not start before the ragfr schema exists: it would create document_chunk itself,
+  # without the French columns and triggers. `ragfr migrate --wait` polls until every migration the
+  # image knows is recorded; it applies nothing.
+  image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
+  imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
+  command: ["ragfr", "migrate"]
+  args: ["--dsn", "$(DATABASE_URL)", "--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}]
   env:
-    {{- include "ragfr.db.pgEnv" (dict "root" .) | nindent 4 }}
-    - name: WAIT_TIMEOUT_SECONDS
-      value: {{ .Values.migrations.waitTimeoutSeconds | quote }}
-    - name: REQUIRED_SCHEMA_VERSION
-      value: {{ .Values.migrations.requiredVersion | quote }}
-    - name: EMBEDDING_DIMS
-      value: {{ .Values.embedding.dims | quote }}
+    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "ragfr" "passwordVar" "RAGFR_DB_PASSWORD" "urlVar" "DATABASE_URL") | nindent 4 }}
+    - name: HOME
+      value: /tmp
   {{- include "ragfr.smallContainer" . | nindent 2 }}
 {{- if $w.patch.enabled }}
 - name: copy-stock-openwebui

@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         )
     print(
         f"{args.collection}: {len(files)} file(s), {report.documents} document(s), {report.chunks} chunk(s): "
-        f"{report.inserted} added, {report.unchanged} already present, {report.deleted} stale removed "
+        f"{report.inserted} added, {report.unchanged} already present ({report.updated} with new metadata), "
+        f"{report.deleted} stale removed "
         f"({embedder.model_id})"
     )
     return 0

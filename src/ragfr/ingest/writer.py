@@ -34,7 +34,8 @@ class IngestReport:
     sources: int = 0
     chunks: int = 0  # chunks the documents produce now
     inserted: int = 0  # new rows written
-    unchanged: int = 0  # already stored with the same id: neither embedded nor written
+    unchanged: int = 0  # already stored with the same id: not embedded again
+    updated: int = 0  # of those, rows whose metadata changed (new --meta, moved chunk): metadata rewritten
     deleted: int = 0  # stale rows of a changed source, removed
     chunk_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, doc_id) -> ids
 
@@ -52,6 +53,7 @@ class _SourcePlan:
     rows: list[_Row]
     stale: list[str] = field(default_factory=list)
     todo: list[_Row] = field(default_factory=list)
+    retag: list[_Row] = field(default_factory=list)
 
 
 def ingest_documents(
@@ -82,7 +84,7 @@ def ingest_documents(
     with tqdm(total=total, unit="chunk", desc=f"embedding with {embedder.model_id}", disable=not progress) as bar:
         group: list[_SourcePlan] = []
         for plan in plans:
-            if not plan.todo and not plan.stale:
+            if not plan.todo and not plan.stale and not plan.retag:
                 continue
             group.append(plan)
             if sum(len(p.todo) for p in group) >= WRITE_GROUP_CHUNKS:
@@ -159,28 +161,31 @@ def _plan(
 def _find_existing(
     conn: psycopg.Connection[Any], collection: str, plans: list[_SourcePlan], report: IngestReport
 ) -> None:
-    existing: dict[str, set[str]] = {}
+    existing: dict[str, dict[str, Any]] = {}
     sources = [p.source for p in plans]
     try:
         with conn.cursor() as cur:
             for start in range(0, len(sources), 1000):
                 cur.execute(
-                    "SELECT id, vmetadata->>'source' FROM document_chunk "
+                    "SELECT id, vmetadata->>'source', vmetadata FROM document_chunk "
                     "WHERE collection_name = %s AND vmetadata->>'source' = ANY(%s)",
                     (collection, sources[start : start + 1000]),
                 )
-                for row_id, source in cur.fetchall():
-                    existing.setdefault(source, set()).add(row_id)
+                for row_id, source, stored_meta in cur.fetchall():
+                    existing.setdefault(source, {})[row_id] = stored_meta
         if not conn.autocommit:
             conn.commit()  # do not hold a snapshot open while embedding
     except psycopg.Error as exc:
         _rollback(conn)
         raise DatabaseError(f"cannot read existing chunks of collection {collection!r}: {exc}") from exc
     for plan in plans:
-        stored = existing.get(plan.source, set())
+        stored = existing.get(plan.source, {})
         wanted = {r.id for r in plan.rows}
-        plan.stale = sorted(stored - wanted)
+        plan.stale = sorted(set(stored) - wanted)
         plan.todo = [r for r in plan.rows if r.id not in stored]
+        # Same text, different metadata (new --meta values, a chunk moved by an edit above it): the
+        # vector is still right, only vmetadata is rewritten.
+        plan.retag = [r for r in plan.rows if r.id in stored and stored[r.id] != r.metadata]
         report.unchanged += len(plan.rows) - len(plan.todo)
 
 
@@ -216,6 +221,12 @@ def _write(
                 )
                 inserted += cur.rowcount
             report.inserted += inserted
+            for row in (r for p in group for r in p.retag):
+                cur.execute(
+                    "UPDATE document_chunk SET vmetadata = %s WHERE id = %s AND collection_name = %s",
+                    (Jsonb(row.metadata), row.id, collection),
+                )
+                report.updated += cur.rowcount
     except psycopg.Error as exc:
         _rollback(conn)
         raise DatabaseError(f"writing chunks into collection {collection!r} failed: {_first_line(exc)}") from exc

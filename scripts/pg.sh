@@ -17,8 +17,8 @@
 # or corrupt data. Never point this at data you care about.
 set -euo pipefail
 ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
-STATE="${RAGFR_PG_STATE:-$ROOT/.state/pg}"
-PGROOT="${RAGFR_PGROOT:-$ROOT/.build/pgroot}"
+STATE="$(realpath -m "${RAGFR_PG_STATE:-$ROOT/.state/pg}")"
+PGROOT="$(realpath -m "${RAGFR_PGROOT:-$ROOT/.build/pgroot}")"
 BIN="$PGROOT/usr/lib/postgresql/15/bin"
 DATA="$STATE/data"
 SOCK="$STATE/sock"

@@ -9,19 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ragfr.build.flavors import PG_LIB, FlavorBuild, build_flavor
-
-REPO = Path(__file__).resolve().parents[2]
-PG_SH = REPO / "scripts" / "pg.sh"
-ALLOWLIST = REPO / "images" / "ragdb" / "avx512-allowlist.txt"
+from ragfr.build.pgcluster import REPO, Cluster, start_cluster
 
 
 @pytest.fixture(scope="session")
@@ -36,32 +31,6 @@ def pgroot() -> Path:
 def flavor(pgroot: Path) -> Callable[[str], FlavorBuild]:
     """Builds (or reuses, keyed on inputs) a pgvector flavor: portable, nodispatch or native."""
     return lambda name: build_flavor(name, pgroot=pgroot)
-
-
-@dataclass
-class Cluster:
-    state: Path
-    dsn: str
-    log: Path
-    env: dict[str, str]
-
-    def stop(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(PG_SH), "stop"], env=self.env, capture_output=True, text=True, check=False)
-
-
-def start_cluster(root: Path, state: Path, exec_prefix: str = "") -> Cluster:
-    env = {**os.environ, "RAGFR_PGROOT": str(root), "RAGFR_PG_STATE": str(state)}
-    env.pop("RAGFR_PG_EXEC_PREFIX", None)
-    if exec_prefix:
-        env["RAGFR_PG_EXEC_PREFIX"] = exec_prefix
-    proc = subprocess.run(["bash", str(PG_SH), "start"], env=env, capture_output=True, text=True, check=False)
-    log = state / "server.log"
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        raise AssertionError(f"pg.sh start failed ({proc.returncode}): {proc.stderr[-2000:]}\n{tail}")
-    last = proc.stdout.strip().splitlines()[-1]
-    assert last.startswith("DATABASE_URL="), proc.stdout
-    return Cluster(state=state, dsn=last.split("=", 1)[1], log=log, env=env)
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ def _vector(text: str) -> list[float]:
 class _Handler(BaseHTTPRequestHandler):
     server: OllamaEmbedTestDouble
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)
         if self.path != "/api/embed":

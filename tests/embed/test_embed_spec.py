@@ -33,5 +33,6 @@ def test_bad_specs_list_the_valid_forms(spec: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_spec(spec)
     message = str(err.value)
-    assert "ollama:MODEL" in message and "local:multilingual-e5-small" in message and "local:use-multilingual" in message
+    for form in ("ollama:MODEL", "local:multilingual-e5-small", "local:use-multilingual"):
+        assert form in message
     assert "\n" not in message

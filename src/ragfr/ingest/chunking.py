@@ -189,33 +189,46 @@ def _pack(text: str, units: list[_Unit], config: ChunkConfig) -> list[list[_Unit
     current: list[_Unit] = []
     carried = 0  # how many leading units of `current` are overlap copied from the previous chunk
     for unit in units:
-        overflow = bool(current) and unit.end - current[0].start > config.size
-        if overflow and len(current) > carried and not current[-1].heading:
-            emitted, rest = _split_at_paragraph(current, carried, config.size)
+        while len(current) > carried and unit.end - current[0].start > config.size:
+            cut = _cut(current, carried, config.size)
+            if cut is None:  # only overlap and a heading: the heading must stay with `unit`
+                break
+            emitted, rest = current[:cut], current[cut:]
             groups.append(emitted)
-            tail = [] if (rest[0].heading if rest else unit.heading) else _overlap(text, emitted, config.overlap)
+            opens_with_heading = rest[0].heading if rest else unit.heading
+            tail = [] if opens_with_heading else _overlap(text, emitted, config.overlap)
             current = tail + rest
             carried = len(tail)
-            # Overlap gives way to real content: drop carried units until the new unit fits.
-            while carried and unit.end - current[0].start > config.size:
-                current.pop(0)
-                carried -= 1
+        # Overlap gives way to real content: drop carried units until the new unit fits.
+        while carried and unit.end - current[0].start > config.size:
+            current.pop(0)
+            carried -= 1
         current.append(unit)
     if len(current) > carried:
         groups.append(current)
     return groups
 
 
-def _split_at_paragraph(units: list[_Unit], carried: int, size: int) -> tuple[list[_Unit], list[_Unit]]:
+def _cut(units: list[_Unit], carried: int, size: int) -> int | None:
     """Where to end a full chunk: before its last heading (a new article starts a new chunk), else before
     its last paragraph start in the second half of the chunk (so a chunk does not end on the first
-    sentence of a new paragraph), else after everything. Only cuts that leave new content before them."""
+    sentence of a new paragraph), else after everything but a trailing heading. Never right after a
+    heading, and always leaving new (not overlap) content before the cut; None if impossible."""
     first = units[0].start
+    late_paragraph = None
     for i in range(len(units) - 1, carried, -1):
-        late_paragraph = units[i].paragraph_start and units[i].start - first >= size // 2
-        if (units[i].heading or late_paragraph) and not units[i - 1].heading:
-            return units[:i], units[i:]
-    return units, []
+        if units[i - 1].heading:
+            continue
+        if units[i].heading:
+            return i
+        if late_paragraph is None and units[i].paragraph_start and units[i].start - first >= size // 2:
+            late_paragraph = i
+    if late_paragraph is not None:
+        return late_paragraph
+    end = len(units)
+    while end > carried and units[end - 1].heading:
+        end -= 1
+    return end if end > carried else None
 
 
 def _overlap(text: str, emitted: list[_Unit], overlap: int) -> list[_Unit]:

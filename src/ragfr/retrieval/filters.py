@@ -1,0 +1,133 @@
+"""Hard constraints compiled into ONE parameterized SQL predicate that both arms apply.
+
+A hard constraint removes rows before ranking in every arm; it never reorders. User input reaches SQL only
+as bound parameters: keys included (`vmetadata ->> %s`), so a key like `x'); DROP TABLE --` is just a key
+that no row has.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg import sql
+
+from ragfr.errors import ConfigError
+
+_KEY = re.compile(r"^[^\x00]{1,128}$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+\-Z]*)?$")
+# Rows whose value is not a number (or not an ISO date) never satisfy a range instead of erroring.
+_NUMERIC_SQL = r"^-?[0-9]+(\.[0-9]+)?$"
+_DATE_SQL = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+
+
+@dataclass(frozen=True)
+class Condition:
+    key: str
+    op: str  # "eq", "in", "gt", "gte", "lt", "lte"
+    values: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not _KEY.match(self.key):
+            raise ConfigError(f"invalid metadata key {self.key!r}: 1-128 characters, no NUL byte")
+        if any("\x00" in v for v in self.values):
+            raise ConfigError(f"filter value for {self.key!r} contains a NUL byte")
+        if self.op in ("gt", "gte", "lt", "lte"):
+            (value,) = self.values
+            if not (_NUMBER.match(value) or _DATE.match(value)):
+                raise ConfigError(f"range filter on {self.key!r} needs a number or an ISO date, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Filters:
+    collections: tuple[str, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+    embedding_model: str | None = None  # rows embedded by another model are never candidates
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.collections:
+            raise ConfigError("at least one collection is required")
+        for name in self.collections:
+            if not name or "\x00" in name:
+                raise ConfigError(f"invalid collection name {name!r}")
+
+    @property
+    def restricts_beyond_collection(self) -> bool:
+        return bool(self.conditions)
+
+    def predicate(self, alias: str = "d") -> tuple[sql.Composed, list[Any]]:
+        """`(WHERE-clause body, parameters)` with positional %s placeholders."""
+        col = sql.Identifier(alias)
+        parts: list[sql.Composable] = [sql.SQL("{}.collection_name = ANY(%s)").format(col)]
+        params: list[Any] = [list(self.collections)]
+        if self.embedding_model is not None:
+            parts.append(sql.SQL("{}.embedding_model = %s").format(col))
+            params.append(self.embedding_model)
+        for c in self.conditions:
+            value = sql.SQL("({}.vmetadata ->> %s)").format(col)
+            if c.op == "eq":
+                parts.append(sql.SQL("{} = %s").format(value))
+                params += [c.key, c.values[0]]
+            elif c.op == "in":
+                parts.append(sql.SQL("{} = ANY(%s)").format(value))
+                params += [c.key, list(c.values)]
+            else:
+                op = sql.SQL({"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[c.op])
+                if _NUMBER.match(c.values[0]):
+                    parts.append(sql.SQL(
+                        "(CASE WHEN {v} ~ %s THEN {v}::numeric END) {op} %s::numeric"
+                    ).format(v=value, op=op))
+                    params += [c.key, c.key, _NUMERIC_SQL, c.values[0]]
+                else:
+                    parts.append(sql.SQL(
+                        "(CASE WHEN {v} ~ %s THEN {v} END) COLLATE \"C\" {op} %s"
+                    ).format(v=value, op=op))
+                    params += [c.key, c.key, _DATE_SQL, c.values[0]]
+        return sql.SQL(" AND ").join(parts), params
+
+
+_OPS = (">=", "<=", "!=", ">", "<", "=")
+
+
+def parse_condition(text: str) -> Condition:
+    """`key=value`, `key=a|b|c` (any of), `key>=N`, `key<=2024-12-31`, `key>N`, `key<N`."""
+    for op in _OPS:
+        key, sep, value = text.partition(op)
+        if sep and key.strip():
+            key, value = key.strip(), value.strip()
+            if op == "!=":
+                raise ConfigError(f"{text!r}: negative filters are not supported (a hard filter selects rows)")
+            if op == "=":
+                values = tuple(v for v in value.split("|"))
+                if any(v == "" for v in values):
+                    raise ConfigError(f"{text!r}: empty value (use key=value or key=a|b)")
+                return Condition(key, "in" if len(values) > 1 else "eq", values)
+            return Condition(key, {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}[op], (value,))
+    raise ConfigError(f"cannot parse filter {text!r}: use key=value, key=a|b, key>=N, key<=N, key>N or key<N")
+
+
+def from_mapping(mapping: dict[str, Any] | None) -> tuple[Condition, ...]:
+    """Open WebUI style `{"key": value}` / `{"key": {"$in": [...]}}` / `{"key": {"$gte": x}}` filters."""
+    out: list[Condition] = []
+    for key, spec in (mapping or {}).items():
+        if isinstance(spec, dict):
+            for op, value in spec.items():
+                name = {"$eq": "eq", "$in": "in", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}.get(op)
+                if name is None:
+                    raise ConfigError(f"unsupported filter operator {op!r} on {key!r}")
+                values = tuple(str(v) for v in value) if name == "in" else (_scalar(value),)
+                out.append(Condition(str(key), name, values))
+        elif isinstance(spec, list | tuple):
+            out.append(Condition(str(key), "in", tuple(_scalar(v) for v in spec)))
+        else:
+            out.append(Condition(str(key), "eq", (_scalar(spec),)))
+    return tuple(out)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # what ->> yields for JSON booleans
+    return str(value)

@@ -1,0 +1,91 @@
+"""The vector arm: cosine similarity on the HNSW index, with filters that never shrink the answer silently.
+
+pgvector's HNSW scan applies WHERE clauses after the graph walk: with `hnsw.iterative_scan=off` a 10%
+filter returns about 10% of LIMIT. We set, per transaction and logged with the result:
+  hnsw.ef_search       pinned (reproducible candidate lists),
+  hnsw.iterative_scan  strict_order (keep walking until LIMIT rows pass, in exact distance order),
+  hnsw.max_scan_tuples the budget; if it runs out first the arm reports underfill with counts.
+When few rows pass the filters (at most `exact_threshold`), they are scored exactly instead: the filter
+runs first and every passing row is ranked (a MATERIALIZED CTE keeps the planner off the index).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.filters import Filters
+from ragfr.retrieval.types import ArmReport
+
+_COUNT_PASSING = "SELECT count(*) FROM (SELECT 1 FROM document_chunk d WHERE {predicate} LIMIT %s) s"
+_EXACT = """
+WITH passing AS MATERIALIZED (SELECT d.id, d.vector FROM document_chunk d WHERE {predicate})
+SELECT id, vector <=> %s::vector AS distance FROM passing WHERE vector IS NOT NULL
+ ORDER BY distance, id LIMIT %s
+"""
+_HNSW = """
+SELECT d.id, d.vector <=> %s::vector AS distance FROM document_chunk d
+ WHERE {predicate} ORDER BY d.vector <=> %s::vector LIMIT %s
+"""
+
+
+@dataclass(frozen=True)
+class SemanticCandidate:
+    id: str
+    similarity: float
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def apply_settings(conn: psycopg.Connection[Any], config: SearchConfig) -> dict[str, Any]:
+    """SET LOCAL the HNSW settings (the caller holds a transaction) and return them as applied."""
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(config.ef_search),))
+    conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+    conn.execute("SELECT set_config('hnsw.max_scan_tuples', %s, true)", (str(config.max_scan_tuples),))
+    row = conn.execute(
+        "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'),"
+        " current_setting('hnsw.max_scan_tuples')"
+    ).fetchone()
+    assert row is not None
+    return {"ef_search": int(row[0]), "iterative_scan": row[1], "max_scan_tuples": int(row[2])}
+
+
+def nearest(
+    conn: psycopg.Connection[Any], vector: list[float], filters: Filters, config: SearchConfig, searched: int
+) -> tuple[list[SemanticCandidate], ArmReport]:
+    depth = config.semantic_depth
+    report = ArmReport("semantic", depth, searched=searched)
+    predicate, pparams = filters.predicate("d")
+    literal = vector_literal(vector)
+    threshold = max(config.exact_threshold, depth)
+    passing = conn.execute(sql.SQL(_COUNT_PASSING).format(predicate=predicate), [*pparams, threshold + 1]).fetchone()
+    assert passing is not None
+    if passing[0] <= threshold:
+        report.strategy, report.passing = "exact", int(passing[0])
+        rows = conn.execute(sql.SQL(_EXACT).format(predicate=predicate), [*pparams, literal, depth]).fetchall()
+    else:
+        report.strategy = "hnsw"
+        rows = conn.execute(sql.SQL(_HNSW).format(predicate=predicate), [literal, *pparams, literal, depth]).fetchall()
+        # The index returns distance order; ids break exact ties so equal distances always list alike.
+        rows.sort(key=lambda r: (r[1], r[0]))
+    candidates = [SemanticCandidate(r[0], 1.0 - float(r[1])) for r in rows]
+    if config.similarity_floor is not None:
+        kept = [c for c in candidates if c.similarity >= config.similarity_floor]
+        report.floor_cut = len(candidates) - len(kept)
+        candidates = kept
+    report.returned = len(candidates)
+    if report.strategy == "hnsw" and len(rows) < depth and report.floor_cut == 0:
+        # More than max(exact_threshold, depth) rows pass, yet the scan stopped short: the budget ran out.
+        report.underfilled = True
+        report.reason = (
+            f"semantic arm returned {len(rows)} of {depth}; scanned {config.max_scan_tuples} "
+            f"(hnsw.max_scan_tuples) of {searched} rows in the searched collections, and more than "
+            f"{threshold} rows pass the filters"
+        )
+    return candidates, report

@@ -1,0 +1,149 @@
+"""The chart's scripts (charts/ragfr/files) run for real here: against the private PostgreSQL with our
+pgvector build, the real ragfr CLI, the real patcher and the real open-webui 0.12.4 files. What stays
+cluster-only is the wiring between pods, which the render tests cover."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from tests.chart.chartsupport import CHART, REPO
+
+FILES = CHART / "files"
+VENV_BIN = Path(sys.executable).parent
+OWUI_SITE = next((REPO / ".venv-owui" / "lib").glob("python3*/site-packages"), None) if (
+    REPO / ".venv-owui" / "lib").is_dir() else None
+
+
+def run(cmd: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def initialised_ragdb(pg_dsn: str) -> Iterator[dict[str, str]]:
+    """ragdb-init.sh run as the image entrypoint would, on fresh role/database names; dropped afterwards."""
+    url = urlsplit(pg_dsn)
+    suffix = secrets.token_hex(4)
+    env = {
+        "PGHOST": url.hostname or "127.0.0.1", "PGPORT": str(url.port or 5432), "PGPASSWORD": url.password or "",
+        "POSTGRES_USER": url.username or "postgres",
+        "RAGFR_DB": f"ragfr_it_{suffix}", "RAGFR_USER": f"ragfr_it_{suffix}", "RAGFR_PASSWORD": secrets.token_hex(16),
+        "OPENWEBUI_DB": f"owui_it_{suffix}", "OPENWEBUI_USER": f"owui_it_{suffix}",
+        "OPENWEBUI_PASSWORD": secrets.token_hex(16),
+    }
+    done = run(["sh", str(FILES / "ragdb-init.sh")], env)
+    try:
+        assert done.returncode == 0, done.stderr
+        yield env
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            for db in (env["RAGFR_DB"], env["OPENWEBUI_DB"]):
+                conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            for role in (env["RAGFR_USER"], env["OPENWEBUI_USER"]):
+                conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_ragdb_init_lets_the_unprivileged_owner_migrate(initialised_ragdb: dict[str, str]) -> None:
+    env = initialised_ragdb
+    owner = {"PGUSER": env["RAGFR_USER"], "PGPASSWORD": env["RAGFR_PASSWORD"], "PGDATABASE": env["RAGFR_DB"]}
+    with psycopg.connect(f"host={env['PGHOST']} port={env['PGPORT']} dbname={env['RAGFR_DB']} "
+                         f"user={env['RAGFR_USER']} password={env['RAGFR_PASSWORD']}") as conn:
+        assert conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (False,)
+        exts = {r[0] for r in conn.execute("SELECT extname FROM pg_extension")}
+        assert {"vector", "unaccent"} <= exts
+
+    waited = run(["sh", str(FILES / "wait-for-postgres.sh")], {**env, **owner, "WAIT_TIMEOUT_SECONDS": "20"})
+    assert waited.returncode == 0 and "is up" in waited.stdout, waited.stderr
+
+    dsn = (f"postgresql://{env['RAGFR_USER']}:{env['RAGFR_PASSWORD']}@{env['PGHOST']}:{env['PGPORT']}/"
+           f"{env['RAGFR_DB']}?sslmode=disable")
+    ragfr = str(VENV_BIN / "ragfr")
+    early = run([ragfr, "migrate", "--dsn", dsn, "--wait", "--timeout", "3"], {})
+    assert early.returncode != 0, "the schema wait passed before any migration ran"
+    migrated = run([ragfr, "migrate", "--dsn", dsn, "--dims", "1024", "--embedding-model", "ollama:bge-m3"], {})
+    assert migrated.returncode == 0, migrated.stderr
+    waited = run([ragfr, "migrate", "--dsn", dsn, "--wait", "--timeout", "10"], {})
+    assert waited.returncode == 0, waited.stderr
+
+    checked = run([sys.executable, str(FILES / "helm-test.py"), "schema"],
+                  {"DATABASE_URL": dsn, "EMBEDDING_DIMS": "1024", "OPENWEBUI_URL": "http://unused"})
+    assert checked.returncode == 0 and checked.stdout.startswith("PASS schema"), checked.stdout + checked.stderr
+    wrong = run([sys.executable, str(FILES / "helm-test.py"), "schema"],
+                {"DATABASE_URL": dsn, "EMBEDDING_DIMS": "768", "OPENWEBUI_URL": "http://unused"})
+    assert wrong.returncode == 1 and "FAIL schema" in wrong.stdout and "expected 768 dims" in wrong.stdout
+
+
+def test_wait_for_postgres_gives_up_with_one_clear_line() -> None:
+    env = {"PGHOST": "127.0.0.1", "PGPORT": "1", "PGUSER": "ragfr", "PGDATABASE": "ragfr", "PGPASSWORD": "x",
+           "PGCONNECT_TIMEOUT": "1", "WAIT_TIMEOUT_SECONDS": "2"}
+    done = run(["sh", str(FILES / "wait-for-postgres.sh")], env)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == "wait-for-postgres: ragfr@127.0.0.1:1/ragfr not usable after 2s:"
+
+
+@pytest.fixture
+def stock_tree(tmp_path: Path) -> Path:
+    """The two files the patch touches, copied from the real open-webui 0.12.4 package."""
+    if OWUI_SITE is None or not (OWUI_SITE / "open_webui").is_dir():
+        pytest.fail("open-webui 0.12.4 is not installed in .venv-owui (make setup installs it)")
+    target = tmp_path / "patched"
+    for rel in ("open_webui/retrieval/vector/dbs/pgvector.py", "open_webui/retrieval/utils.py"):
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(OWUI_SITE / rel, target / rel)
+    return target
+
+
+def _apply(target: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    site = tmp_path / "site-src"
+    (site / "ragfr").mkdir(parents=True, exist_ok=True)
+    (site / "ragfr" / "__init__.py").write_text("")
+    env = {
+        "PATCH_TARGET": str(target),
+        "PATCH_FILES": "open_webui/retrieval/vector/dbs/pgvector.py open_webui/retrieval/utils.py",
+        "PATCH_APPLY": f"{sys.executable} {REPO / 'patches' / 'open-webui' / 'apply'}",
+        "OPENWEBUI_VERSION": "v0.12.4", "SITE_SOURCE": str(site), "SITE_TARGET": str(tmp_path / "site"),
+    }
+    return run([sys.executable, str(FILES / "apply-patch.py")], env)
+
+
+@pytest.mark.owui
+def test_apply_patch_patches_the_stock_files_and_writes_the_marker(stock_tree: Path, tmp_path: Path) -> None:
+    done = _apply(stock_tree, tmp_path)
+    assert done.returncode == 0, done.stderr
+    marker = json.loads((stock_tree / "open_webui" / "static" / "ragfr-patch.json").read_text())
+    assert marker["openwebui_version"] == "v0.12.4"
+    for rel, hashes in marker["files"].items():
+        assert hashes["pristine_sha256"] != hashes["patched_sha256"], rel
+        assert "ragfr" in (stock_tree / rel).read_text(), rel
+    assert (tmp_path / "site" / "ragfr" / "__init__.py").exists()
+
+
+@pytest.mark.owui
+def test_apply_patch_fails_the_pod_when_the_patcher_refuses(stock_tree: Path, tmp_path: Path) -> None:
+    utils = stock_tree / "open_webui" / "retrieval" / "utils.py"
+    utils.write_text(utils.read_text() + "\n# locally modified\n")
+    done = _apply(stock_tree, tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith("apply-patch: the patcher refused (exit 2)")
+    assert not (stock_tree / "open_webui" / "static" / "ragfr-patch.json").exists()
+
+
+def test_reranker_cache_fails_the_pod_when_the_model_is_not_cached(tmp_path: Path) -> None:
+    env = {"RERANKER_SOURCE": "pvc", "RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2",
+           "SENTENCE_TRANSFORMERS_HOME": str(tmp_path), "HF_HOME": str(tmp_path)}
+    done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(
+        f"reranker-cache: cannot load cross-encoder/ms-marco-MiniLM-L-6-v2 offline from {tmp_path}: "
+    ), line

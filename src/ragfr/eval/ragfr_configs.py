@@ -36,22 +36,34 @@ def _hybrid() -> Any:
         raise
 
 
-def search_config(hybrid: Any, arms: Arms, depth: int) -> Any:
-    """The retrieval config for these arms, every other setting left at its production default."""
-    return hybrid.SearchConfig(lexical=arms.lexical, semantic=arms.semantic, rerank=arms.rerank, top_k=depth)
+def search_config(arms: Arms, depth: int) -> Any:
+    """Production defaults except the arm switches and the depth: each arm and the fused list go `depth`
+    chunks deep (production: 50 per arm, 10 hits) so that recall@50/100 can be measured; RRF over deeper
+    arms can only add candidates below the ones production sees, so the top ranks are production's."""
+    from ragfr.retrieval.config import SearchConfig
+
+    base = SearchConfig()
+    return base.with_(lexical=arms.lexical, semantic=arms.semantic, rerank=arms.rerank, k=depth,
+                      lexical_depth=max(depth, base.lexical_depth), semantic_depth=max(depth, base.semantic_depth),
+                      rerank_keep=depth if arms.rerank else base.rerank_keep)
 
 
 class RagfrRanker:
-    def __init__(self, name: str, ctx: EvalContext, hybrid: Any, arms: Arms) -> None:
+    def __init__(self, name: str, ctx: EvalContext, hybrid: Any, arms: Arms, reranker: Any = None) -> None:
+        from ragfr.retrieval.filters import from_mapping
+
         self.name = name
         self.ctx = ctx
         self.hybrid = hybrid
-        self.config = search_config(hybrid, arms, ctx.depth)
+        self.reranker = reranker
+        self.from_mapping = from_mapping
+        self.config = search_config(arms, ctx.depth)
 
     def rank(self, query: Query, query_vector: Sequence[float]) -> list[str]:
         result = self.hybrid.search(
-            self.ctx.conn, query.text, collections=[self.ctx.collection], filters=dict(query.filters) or None,
-            query_vector=list(query_vector), embedder=self.ctx.embedder, config=self.config,
+            self.ctx.conn, query.text, collections=[self.ctx.collection],
+            conditions=self.from_mapping(dict(query.filters)), query_vector=list(query_vector),
+            embedder=self.ctx.embedder, config=self.config, reranker=self.reranker,
         )
         return [str(hit.id) for hit in result.hits]
 
@@ -65,12 +77,16 @@ def _factory(name: str) -> Any:
         if hybrid is None:
             return "ragfr.retrieval.hybrid is not available in this checkout"
         arms = ARMS[name]
+        reranker = None
         if arms.rerank:
-            reason = hybrid.reranker_unavailable_reason() if hasattr(hybrid, "reranker_unavailable_reason") else (
-                "this retrieval build has no reranker probe")
-            if reason:
-                return f"no reranker model: {reason}"
-        return RagfrRanker(name, ctx, hybrid, arms)
+            from ragfr.errors import RagfrError
+            from ragfr.retrieval.rerank import load_reranker
+
+            try:
+                reranker = load_reranker()
+            except RagfrError as exc:
+                return f"no reranker model: {exc}"
+        return RagfrRanker(name, ctx, hybrid, arms, reranker)
 
     return make
 

@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 import yaml
-
-from ragfr.cli import build_parser
 from tests.chart.chartsupport import (
     CHART,
     EXAMPLES,
@@ -20,6 +18,8 @@ from tests.chart.chartsupport import (
     pod_specs,
     render,
 )
+
+from ragfr.cli import build_parser
 
 OWUI_ENV_CONTRACT = {
     "VECTOR_DB": "pgvector",
@@ -205,8 +205,10 @@ def test_open_webui_starts_only_after_the_schema_and_the_patch() -> None:
 
 def test_patch_file_list_is_data_driven() -> None:
     files = ["open_webui/retrieval/utils.py", "open_webui/retrieval/vector/utils.py"]
-    spec = one(render({"openwebui": {"patch": {"files": files}}}), "Deployment", "-openwebui")["spec"]["template"]["spec"]
-    mounts = {m["subPath"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"] if m["name"] == "owui-patched"}
+    deployment = one(render({"openwebui": {"patch": {"files": files}}}), "Deployment", "-openwebui")
+    spec = deployment["spec"]["template"]["spec"]
+    patched = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "owui-patched"]
+    mounts = {m["subPath"]: m["mountPath"] for m in patched}
     assert mounts == {
         **{f: f"/app/backend/{f}" for f in files},
         "open_webui/static/ragfr-patch.json": "/app/backend/open_webui/static/ragfr-patch.json",

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-
 from tests.chart.chartsupport import CHART, REPO
 
 FILES = CHART / "files"

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from tests.chart.chartsupport import CHART, error_line
 
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
@@ -65,19 +64,22 @@ REJECTED = [
     ({"embedding": {"dims": "1024"}}, "at '/embedding/dims': got string, want integer"),
     ({"openwebui": {"replicaz": 2}}, "at '/openwebui': additional properties 'replicaz' not allowed"),
     ({"database": {"mode": "sqlite"}}, "at '/database/mode': value must be one of"),
-    ({"openwebui": {"image": {"tag": "latest"}}}, 'image ghcr.io/open-webui/open-webui: the tag "latest" is not allowed'),
+    ({"openwebui": {"image": {"tag": "latest"}}},
+     'image ghcr.io/open-webui/open-webui: the tag "latest" is not allowed'),
     ({"embedding": {"dims": 3072}}, "embedding.dims=3072: pgvector's HNSW index supports at most 2000 dimensions"),
     ({"openwebui": {"env": {"PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH": "768"}}},
      "openwebui.env.PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH is computed by the chart"),
     ({"openwebui": {"replicas": 2}}, "openwebui.replicas=2 needs Redis"),
     ({"openwebui": {"replicas": 2}, "redis": {"enabled": True}}, "openwebui.replicas=2 share one data volume"),
-    ({"redis": {"enabled": True, "externalUrl": "redis://r:6379/0"}}, "redis.enabled=true and redis.externalUrl are exclusive"),
+    ({"redis": {"enabled": True, "externalUrl": "redis://r:6379/0"}},
+     "redis.enabled=true and redis.externalUrl are exclusive"),
     ({"database": {"mode": "external"}}, "database.external.host is required when database.mode=external"),
     ({"database": {"mode": "external", "external": {"host": "pg"}}},
      "database.external.existingSecret (a Secret holding the ragfr and openwebui passwords) is required"),
     ({"database": {"mode": "cnpg"}}, "database.mode=cnpg: the CloudNativePG owner role owns both databases"),
     ({"ollama": {"enabled": False}}, "ollama.enabled=false needs ollama.externalUrl"),
-    ({"openwebui": {"reranker": {"source": "pvc"}}}, "openwebui.reranker.source=pvc needs openwebui.reranker.existingClaim"),
+    ({"openwebui": {"reranker": {"source": "pvc"}}},
+     "openwebui.reranker.source=pvc needs openwebui.reranker.existingClaim"),
     ({"openwebui": {"reranker": {"source": "image"}}}, "openwebui.reranker.source=image needs"),
     ({"openwebui": {"ingress": {"enabled": True}}}, "openwebui.ingress.host is required when the ingress is enabled"),
     ({"openwebui": {"patch": {"files": ["../etc/passwd"]}}}, "at '/openwebui/patch/files/0'"),

@@ -1,0 +1,54 @@
+"""`make deploy` without a usable cluster stops with one clear line and applies nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from tests.chart.chartsupport import REPO
+
+KUBECONFIG_NOWHERE = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: nowhere
+  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: not-a-secret}
+contexts:
+- name: nowhere
+  context: {cluster: nowhere, user: u}
+current-context: nowhere
+"""
+
+
+def deploy(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    # System dirs only: no helm binary there (Debian has none), so the helm-python-sdk path is the one tested.
+    base.update(HOME=str(tmp_path), PATH="/usr/bin:/bin", ROOT=str(REPO))
+    return subprocess.run(["bash", str(REPO / "scripts" / "deploy.sh")], env={**base, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_no_kubeconfig_is_a_clear_refusal(tmp_path: Path) -> None:
+    done = deploy(tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("deploy: no Kubernetes cluster configured"), done.stderr
+
+
+def test_unreachable_cluster_is_a_clear_refusal(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG_NOWHERE)
+    done = deploy(tmp_path, KUBECONFIG=str(kubeconfig))
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("deploy: the cluster of the current kube context does not answer:"), line
+    assert "127.0.0.1:1" in line
+
+
+def test_missing_values_file_is_named(tmp_path: Path) -> None:
+    done = deploy(tmp_path, VALUES="charts/ragfr/examples/nope.yaml")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "deploy: values file not found: charts/ragfr/examples/nope.yaml"

@@ -77,6 +77,17 @@ def test_ragdb_init_lets_the_unprivileged_owner_migrate(initialised_ragdb: dict[
     checked = run([sys.executable, str(FILES / "helm-test.py"), "schema"],
                   {"DATABASE_URL": dsn, "EMBEDDING_DIMS": "1024", "OPENWEBUI_URL": "http://unused"})
     assert checked.returncode == 0 and checked.stdout.startswith("PASS schema"), checked.stdout + checked.stderr
+    french = run([sys.executable, str(FILES / "helm-test.py"), "french"],
+                 {"DATABASE_URL": dsn, "EMBEDDING_DIMS": "1024", "OPENWEBUI_URL": "http://unused",
+                  "FRENCH_QUERY": "ecole publique",
+                  "FRENCH_DOCUMENT": "Les écoles publiques de la ville accueillent les élèves."})
+    assert french.returncode == 0 and french.stdout.startswith("PASS french"), french.stdout + french.stderr
+    with psycopg.connect(dsn) as conn:  # the check's chunk was rolled back
+        assert conn.execute("SELECT count(*) FROM document_chunk").fetchone() == (0,)
+    unrelated = run([sys.executable, str(FILES / "helm-test.py"), "french"],
+                    {"DATABASE_URL": dsn, "EMBEDDING_DIMS": "1024", "OPENWEBUI_URL": "http://unused",
+                     "FRENCH_QUERY": "assurance habitation", "FRENCH_DOCUMENT": "Les écoles publiques."})
+    assert unrelated.returncode == 1 and "FAIL french" in unrelated.stdout, unrelated.stdout
     wrong = run([sys.executable, str(FILES / "helm-test.py"), "schema"],
                 {"DATABASE_URL": dsn, "EMBEDDING_DIMS": "768", "OPENWEBUI_URL": "http://unused"})
     assert wrong.returncode == 1 and "FAIL schema" in wrong.stdout and "expected 768 dims" in wrong.stdout

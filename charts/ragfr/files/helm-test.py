@@ -9,7 +9,6 @@ Checks, each printed as one PASS/FAIL line (exit 1 if any fails):
 The French check writes one chunk in a throwaway collection inside a transaction that is rolled back.
 """
 
-import inspect
 import json
 import os
 import sys
@@ -61,15 +60,6 @@ def check_schema() -> str:
     return f"schema at version {current} (image knows {newest}), vector({DIMS})"
 
 
-def _search_config(search: Callable[..., object]) -> object:
-    default = inspect.signature(search).parameters["config"].default
-    if default is not inspect.Parameter.empty:
-        return default
-    from ragfr.retrieval import hybrid
-
-    return hybrid.SearchConfig()
-
-
 def check_french() -> str:
     from ragfr.analysis.french import analyze
     from ragfr.retrieval import hybrid
@@ -90,10 +80,7 @@ def check_french() -> str:
                 " VALUES (%s, %s::vector, %s, %s, '{}'::jsonb)",
                 (chunk_id, str(unit), collection, document),
             )
-            result = hybrid.search(
-                conn, query, collections=[collection], filters=None, query_vector=unit,
-                config=_search_config(hybrid.search),
-            )
+            result = hybrid.search(conn, query, collections=[collection], query_vector=unit)
             hits = [h for h in result.hits if h.id == chunk_id]
             assert hits and hits[0].lexical_rank == 1, f"lexical arm missed the document: {result.hits}"
         finally:

@@ -67,3 +67,27 @@ def _file_status(root: Path, rel: str, pristine_sha: str, manifest: Manifest) ->
 def check(root: Path, manifest: Manifest) -> CheckReport:
     statuses = tuple(_file_status(root, f.path, f.sha256, manifest) for f in manifest.files)
     return CheckReport(root, manifest.patch_version, manifest.owui_version, statuses)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m ragfr.owui.check`: the same as `ragfr owui check`, importing only this package."""
+    import argparse
+    import sys
+
+    from ragfr.cli.owui import EPILOG, add_check_arguments, run_check
+    from ragfr.errors import RagfrError
+
+    parser = argparse.ArgumentParser(
+        prog="python -m ragfr.owui.check", description="Report whether the ragfr Open WebUI patch is active.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_check_arguments(parser)
+    try:
+        return run_check(parser.parse_args(argv))
+    except RagfrError as err:
+        print(f"ragfr owui check: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

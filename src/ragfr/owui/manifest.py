@@ -52,11 +52,17 @@ class Manifest:
 
 
 def default_path() -> Path:
-    """$RAGFR_OWUI_MANIFEST, else the manifest of the source checkout this module runs from."""
+    """$RAGFR_OWUI_MANIFEST; else the copy the owui-init image puts beside ragfr in the site directory
+    (SITE/ragfr-owui-patch/manifest.json, so the stock container can check itself); else the manifest of
+    the source checkout this module runs from."""
     env = os.environ.get(ENV_MANIFEST)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "patches" / "open-webui" / "manifest.json"
+    package_parent = Path(__file__).resolve().parents[2]
+    beside = package_parent / "ragfr-owui-patch" / "manifest.json"
+    if beside.is_file():
+        return beside
+    return package_parent.parent / "patches" / "open-webui" / "manifest.json"
 
 
 def load(path: Path | None = None) -> Manifest:

@@ -157,3 +157,35 @@ def test_reranker_cache_fails_the_pod_when_the_model_is_not_cached(tmp_path: Pat
     assert line.startswith(
         f"reranker-cache: cannot load cross-encoder/ms-marco-MiniLM-L-6-v2 offline from {tmp_path}: "
     ), line
+
+
+def _tiny_cross_encoder_cache(cache: Path, repo: str) -> None:
+    """A Hugging Face cache holding a tiny, randomly initialised BERT cross-encoder under `repo`.
+
+    STAND-IN: no cross-encoder weights are available offline here; the test is about the cache LAYOUT the
+    air-gapped runbook tells operators to provide and the init script's offline load, not about scores.
+    """
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    commit = "0" * 40
+    root = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = root / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(commit)
+    vocab = snapshot / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ecole", "publique"]) + "\n")
+    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(snapshot)
+    config = BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                        intermediate_size=8, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(snapshot)
+
+
+def test_reranker_cache_accepts_a_pre_filled_cache_offline(tmp_path: Path) -> None:
+    repo = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    _tiny_cross_encoder_cache(tmp_path, repo)
+    env = {"RERANKER_SOURCE": "pvc", "RAG_RERANKING_MODEL": repo,
+           "SENTENCE_TRANSFORMERS_HOME": str(tmp_path), "HF_HOME": str(tmp_path / "elsewhere")}
+    done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"reranker-cache: {repo} loads offline from {tmp_path}"

@@ -1,0 +1,97 @@
+"""`kill -9` at named points of a real migration (child process, SIGKILL from itself via
+RAGFR_EMBMIGRATE_KILL_AT), then the same command again: the final state must equal an uninterrupted run's,
+vector for vector, with every row embedded exactly once (the progress counter proves it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from tests.embmigrate.helpers import TARGET, Snapshot, run_cli, snapshot
+
+N = 20
+BATCH = "8"  # 3 batches: kill points inside the 2nd one fall between committed work
+_reference: dict[str, Snapshot] = {}
+
+# Every phase boundary, and inside a batch before the write, before its commit and after it.
+POINTS = [
+    "after-prepare",
+    "backfill-before-write:2",
+    "backfill-before-commit:2",
+    "backfill-after-commit:1",
+    "after-backfill",
+    "index-build",
+    "after-index",
+    "after-verify",
+    "switch-before-commit",
+    "after-switch",
+]
+
+
+def _migrate(dsn: str, kill_at: str | None = None) -> int:
+    env = {"RAGFR_EMBMIGRATE_KILL_AT": kill_at} if kill_at else {}
+    proc = run_cli(["embeddings", "migrate", "--dsn", dsn, "--to", TARGET, "--batch", BATCH, "--no-progress"], env=env)
+    if kill_at is None:
+        assert proc.returncode == 0, proc.stderr
+    return proc.returncode
+
+
+def _wait_for_backends_gone(dsn: str, timeout: float = 20.0) -> None:
+    """The killed migrator's server backend exits by itself (client_connection_check_interval)."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragfr-embeddings'"
+            ).fetchone()
+            if row == (0,):
+                return
+            time.sleep(0.2)
+    pytest.fail("the killed migrator's backend is still running")
+
+
+def _reference_state(source_db: Callable[[int], str]) -> Snapshot:
+    if "done" not in _reference:
+        dsn = source_db(N)
+        _migrate(dsn)
+        _reference["done"] = snapshot(dsn)
+    return _reference["done"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_9_then_rerun_equals_an_uninterrupted_run(source_db: Callable[[int], str], point: str) -> None:
+    reference = _reference_state(source_db)
+    dsn = source_db(N)
+    blocker = None
+    if point == "index-build":
+        # Reach the index phase, then hold a snapshot open so CREATE INDEX CONCURRENTLY is still waiting
+        # (index created, not yet valid) when the kill lands.
+        assert _migrate(dsn, "after-backfill") == -9
+        blocker = psycopg.connect(dsn)
+        blocker.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        blocker.execute("SELECT count(*) FROM document_chunk").fetchone()
+    assert _migrate(dsn, point) == -9
+    _wait_for_backends_gone(dsn)
+    killed = snapshot(dsn)
+    if point == "index-build":
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute(
+                "SELECT indisvalid FROM pg_index WHERE indexrelid = 'idx_document_chunk_vector_next'::regclass"
+            ).fetchone() == (False,)
+        assert blocker is not None
+        blocker.rollback()
+        blocker.close()
+    if point == "switch-before-commit":
+        assert killed["space"] == ("local:use-multilingual", 512) and killed["state"][0][0] == "ready"
+    if point.startswith("backfill-"):
+        # Only the committed first batch counts, and its rows are exactly those with a new vector.
+        done = sum(1 for r in killed["rows"].values() if r[-2] is not None)
+        assert killed["state"][0][1] == done == 8
+
+    _migrate(dsn)
+    final = snapshot(dsn)
+    assert final == reference
+    assert final["state"] == [("switched", N, 0)]  # each row written once, however the run was cut

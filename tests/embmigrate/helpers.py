@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,6 +14,7 @@ import psycopg
 from ragfr.embed import load_embedder
 from ragfr.embmigrate.backfill import vector_literal
 
+REPO = Path(__file__).resolve().parents[2]
 SOURCE = "local:use-multilingual"
 TARGET = "local:multilingual-e5-small"
 N_CHUNKS = 30

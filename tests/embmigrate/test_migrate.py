@@ -31,8 +31,12 @@ def test_complete_migration_switches_every_chunk_to_the_new_model(source_db: Cal
     dsn = source_db(N_CHUNKS)
     before = snapshot(dsn)
     messages: list[str] = []
-    assert runner.migrate(_opts(dsn, batch=8), messages.append) == 0
+    hook_saw: list[tuple[str, int, object]] = []
+    # The on_switch hook (Open WebUI's reconfiguration in the cluster) runs only once the switch committed.
+    on_switch = lambda model, dims: hook_saw.append((model, dims, snapshot(dsn)["space"]))  # noqa: E731
+    assert runner.migrate(_opts(dsn, batch=8), messages.append, on_switch=on_switch) == 0
     after = snapshot(dsn)
+    assert hook_saw == [(TARGET, 384, (TARGET, 384))]
 
     assert after["space"] == (TARGET, 384)
     cols = {name: typ for name, typ, _ in after["columns"]}

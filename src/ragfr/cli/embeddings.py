@@ -153,6 +153,10 @@ def run_migrate(args: argparse.Namespace) -> int:
         return 0
     from ragfr.embmigrate.runner import migrate
 
+    if args.k8s_release:
+        from ragfr.embmigrate.k8s.openwebui import owui_model
+
+        owui_model(args.to)  # a target Open WebUI cannot use is refused before anything changes
     hook = _space_hook(args)
     return migrate(opts, _say, on_switch=hook)
 

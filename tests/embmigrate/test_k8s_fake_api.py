@@ -1,0 +1,135 @@
+"""Kubernetes orchestration with the official client against a RECORDED FAKE API server (no API server
+can run here): objects seeded from charts/ragfr rendered offline, every request recorded and asserted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes import client as k8s
+from tests.embmigrate.fake_kube import FakeKube
+
+from ragfr.embmigrate.k8s import openwebui
+from ragfr.embmigrate.k8s.manifests import JobRequest
+from ragfr.embmigrate.k8s.orchestrate import JobFailedError, run
+from ragfr.errors import ConfigError
+
+NS, RELEASE = "rag", "ragfr"
+TARGET = "ollama:nomic-embed-text"
+
+
+@pytest.fixture(scope="module")
+def chart_objects() -> list[dict[str, Any]]:
+    """Open WebUI's Deployment and ConfigMap exactly as the chart renders them."""
+    import helm_python as helm
+    from tests.embmigrate.helpers import REPO
+
+    rendered = helm.Chart.load(REPO / "charts" / "ragfr").render({}, name=RELEASE, namespace=NS, revision=1,
+                                                                   is_install=True)
+    docs = [d for path, text in rendered.items() if not path.endswith("NOTES.txt")
+            for d in yaml.safe_load_all(text) if d]
+    wanted = {("Deployment", f"{RELEASE}-openwebui"), ("ConfigMap", f"{RELEASE}-openwebui-env")}
+    found = [d for d in docs if (d["kind"], d["metadata"]["name"]) in wanted]
+    assert len(found) == 2, [(d["kind"], d["metadata"]["name"]) for d in docs]
+    return found
+
+
+def _api(fake: FakeKube) -> k8s.ApiClient:
+    return k8s.ApiClient(k8s.Configuration(host=fake.url))
+
+
+def _req(**kw: Any) -> JobRequest:
+    return JobRequest(namespace=NS, release=RELEASE, to=TARGET, **kw)
+
+
+def test_dry_run_prints_the_plan_and_creates_nothing_recorded_fake_api(chart_objects: list[dict[str, Any]]) -> None:
+    out: list[str] = []
+    with FakeKube(NS, chart_objects) as fake:
+        assert run(_req(dims=768), dry_run=True, wait=True, timeout=5, say=out.append, out=out.append,
+                   api=_api(fake)) == 0
+    assert {m for m, _, _ in fake.requests} == {"GET"}
+    text = "\n".join(out)
+    assert "RAG_EMBEDDING_MODEL=bge-m3" in text and "nothing was created (--dry-run)" in text
+    assert "RAG_EMBEDDING_MODEL=nomic-embed-text" in text
+    manifests = list(yaml.safe_load_all(text.split("---\n", 1)[1].rsplit("nothing was created", 1)[0]))
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, "1.30.0", strict=True)  # the real API schemas, offline
+    assert [m["kind"] for m in manifests] == ["ServiceAccount", "Role", "RoleBinding", "Job"]
+
+
+def test_job_is_created_with_the_release_image_credentials_and_labels_recorded_fake_api(
+    chart_objects: list[dict[str, Any]],
+) -> None:
+    said: list[str] = []
+    with FakeKube(NS, chart_objects) as fake:
+        assert run(_req(batch=32), dry_run=False, wait=True, timeout=5, say=said.append, out=said.append,
+                   api=_api(fake), poll=0) == 0
+    posts = [(path, body) for method, path, body in fake.requests if method == "POST"]
+    assert [b["kind"] for _, b in posts] == ["ServiceAccount", "Role", "RoleBinding", "Job"]
+    job = posts[-1][1]
+    deployment = next(o for o in chart_objects if o["kind"] == "Deployment")
+    schema = next(c for c in deployment["spec"]["template"]["spec"]["initContainers"]
+                  if c["name"] == "wait-for-schema")
+    pod = job["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert container["image"] == schema["image"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["DATABASE_URL"] == next(e for e in schema["env"] if e["name"] == "DATABASE_URL")
+    assert "secretKeyRef" in env["RAGFR_DB_PASSWORD"]["valueFrom"]
+    assert env["OLLAMA_HOST"]["value"].startswith("http://")
+    assert pod["metadata"]["labels"]["ragfr.io/db-client"] == "true"
+    assert pod["metadata"]["labels"]["ragfr.io/ollama-client"] == "true"
+    assert container["args"][:6] == ["embeddings", "migrate", "--dsn", "$(DATABASE_URL)", "--to", TARGET]
+    assert "--k8s-release" in container["args"] and "32" in container["args"]
+    role = posts[1][1]
+    assert {n for r in role["rules"] for n in r["resourceNames"]} == {"ragfr-openwebui-env", "ragfr-openwebui"}
+    job_gets = [p for m, p, _ in fake.requests if m == "GET" and "/jobs/" in p]
+    assert len(job_gets) == 2 and any("succeeded 1" in s for s in said)
+
+
+def test_rerun_keeps_existing_objects_and_follows_the_same_job_recorded_fake_api(
+    chart_objects: list[dict[str, Any]],
+) -> None:
+    said: list[str] = []
+    with FakeKube(NS, chart_objects) as fake:
+        api = _api(fake)
+        run(_req(), dry_run=False, wait=False, timeout=5, say=said.append, out=said.append, api=api)
+        run(_req(), dry_run=False, wait=True, timeout=5, say=said.append, out=said.append, api=api, poll=0)
+    assert sum("already exists: kept" in s for s in said) == 4
+    assert len([p for p in fake.objects if "/jobs/" in p]) == 1
+
+
+def test_a_failed_job_is_one_clear_error_recorded_fake_api(chart_objects: list[dict[str, Any]]) -> None:
+    failed = [{"failed": 7, "conditions": [{"type": "Failed", "status": "True"}]}]
+    with FakeKube(NS, chart_objects, job_statuses=failed) as fake, pytest.raises(JobFailedError) as err:
+        run(_req(), dry_run=False, wait=True, timeout=5, say=print, out=print, api=_api(fake), poll=0)
+    assert "kubectl -n rag logs job/ragfr-embmigrate-" in str(err.value)
+
+
+def test_switch_repoints_open_webui_once_recorded_fake_api(chart_objects: list[dict[str, Any]]) -> None:
+    said: list[str] = []
+    release = openwebui.Release(NS, RELEASE)
+    with FakeKube(NS, chart_objects) as fake:
+        api = _api(fake)
+        core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
+        assert openwebui.point_at(core, apps, release, TARGET, 768, said.append) is True
+        assert openwebui.point_at(core, apps, release, TARGET, 768, said.append) is False  # idempotent
+    cm = fake.objects[f"/api/v1/namespaces/{NS}/configmaps/{release.configmap}"]["data"]
+    assert cm["RAG_EMBEDDING_MODEL"] == "nomic-embed-text"
+    assert cm["PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH"] == "768"
+    template = fake.objects[f"/apis/apps/v1/namespaces/{NS}/deployments/{release.deployment}"]["spec"]["template"]
+    annotations = template["metadata"]["annotations"]
+    assert annotations[openwebui.SPACE_ANNOTATION] == f"{TARGET}/768"
+    assert openwebui.RESTART_ANNOTATION in annotations
+    assert any(a.startswith("checksum/") for a in annotations)  # the chart's own annotations are kept
+    deployment_patches = [b for m, p, b in fake.requests if m == "PATCH" and "/deployments/" in p]
+    assert len(deployment_patches) == 1
+    assert deployment_patches[0]["content-type"] == "application/strategic-merge-patch+json"
+
+
+def test_a_model_open_webui_cannot_use_is_refused_before_any_call() -> None:
+    with pytest.raises(ConfigError, match="cannot use local:multilingual-e5-small"):
+        run(JobRequest(NS, RELEASE, "local:multilingual-e5-small"), dry_run=True, wait=False, timeout=1,
+            say=print, out=print, api=object())

@@ -82,6 +82,7 @@ def owui_env(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(
         PYTHONPATH=os.pathsep.join(path),
+        FROM_INIT_PY="true",  # as `open-webui serve` sets it: version from the dist-info
         DATA_DIR=str(data),
         STATIC_DIR=str(data / "static"),
         FRONTEND_BUILD_DIR=str(site / "open_webui" / "frontend"),

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds the owui-init image with podman; prints its tag as the last line.
+#   images/owui-init/build.sh [--base IMAGE] [--tag TAG]
+# --base defaults to the Containerfile's python:3.11-slim-bookworm; with no registry (this build machine),
+# pass the project's Debian 12 minbase: --base localhost/ragfr-bookworm-minbase:1 (made by
+# `scripts/build-image.sh --local-base`).
+set -euo pipefail
+ROOT="${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}"
+PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
+base="" tag=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --base) base="$2"; shift 2 ;;
+    --tag) tag="$2"; shift 2 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "owui-init build: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+ctx="$ROOT/.build/owui-init-context"
+rm -rf "$ctx"; mkdir -p "$ctx/patches"
+cp "$ROOT/images/owui-init/Containerfile" "$ROOT/images/owui-init/site-requirements.txt" "$ctx/"
+(cd "$ROOT/src" && tar --exclude=__pycache__ -cf - ragfr) | tar -C "$ctx" -xf -
+cp -R "$ROOT/patches/open-webui" "$ctx/patches/"
+tag="${tag:-localhost/ragfr-owui-init:$( (cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)}"
+"${PODMAN[@]}" build ${base:+--build-arg BASE="$base"} -t "$tag" -f "$ctx/Containerfile" "$ctx" >&2
+echo "$tag"

@@ -1,0 +1,217 @@
+"""`make bench-embmigrate`: what a migration costs on a real database, measured, never assumed.
+
+1. overhead of `migrate` (backfill, index, verify, switch) over the raw embedding time of the same texts
+   with the same model and batch size (target <= 10 %);
+2. ragfr hybrid-search latency (the real `ragfr.retrieval.hybrid.search`, no reranker) while the
+   migration runs, against the same queries on the idle database (target p95 <= 2x idle);
+3. disk: table and index sizes before, with both spaces, and after finalize.
+
+Corpus: PIAF sentences (../shared/datasets/piaf) as chunks in the use-multilingual space (512 dims),
+migrated to multilingual-e5-small (384 dims). Runs in a scratch database that is dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from ragfr.db.migrate import migrate as migrate_schema
+from ragfr.embed import load_embedder
+from ragfr.embmigrate import runner
+from ragfr.embmigrate.backfill import vector_literal
+from ragfr.errors import ConfigError
+
+SOURCE, TARGET = "local:use-multilingual", "local:multilingual-e5-small"
+PIAF = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "piaf" / "piaf-v1.1.json"
+
+
+def _with_db(dsn: str, name: str) -> str:
+    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
+
+
+def load_piaf(path: Path, n_chunks: int, n_queries: int) -> tuple[list[str], list[str]]:
+    if not path.is_file():
+        raise ConfigError(f"PIAF not found at {path} (see ../shared/datasets/piaf/README.md)")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    chunks: list[str] = []
+    queries: list[str] = []
+    for article in data["data"]:
+        for para in article["paragraphs"]:
+            for sentence in re.split(r"(?<=[.!?])\s+", para["context"]):
+                if 40 <= len(sentence) <= 220 and len(chunks) < n_chunks:
+                    chunks.append(sentence)
+            for qa in para["qas"]:
+                if len(queries) < n_queries:
+                    queries.append(qa["question"])
+    return chunks, queries
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _sizes(conn: psycopg.Connection) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c"
+        " WHERE c.relname IN ('document_chunk', 'idx_document_chunk_vector', 'idx_document_chunk_vector_prev')"
+    ).fetchall()
+    heap = conn.execute("SELECT pg_table_size('document_chunk')").fetchone()
+    out = {str(name): int(size) for name, size in rows}
+    out["document_chunk_heap_toast"] = int(heap[0]) if heap else 0
+    return out
+
+
+class SearchLoad:
+    """Runs ragfr hybrid searches back to back in a thread, recording (start time, latency ms)."""
+
+    def __init__(self, dsn: str, queries: list[str], vectors: list[list[float]]) -> None:
+        self.dsn, self.queries, self.vectors = dsn, queries, vectors
+        self.samples: list[tuple[float, float]] = []
+        self.errors = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        from ragfr.retrieval.config import SearchConfig
+        from ragfr.retrieval.hybrid import search
+
+        config = SearchConfig(rerank=False)
+        with psycopg.connect(self.dsn) as conn:
+            i = 0
+            while not self.stop.is_set():
+                q, v = self.queries[i % len(self.queries)], self.vectors[i % len(self.vectors)]
+                start = time.perf_counter()
+                try:
+                    search(conn, q, collections=["piaf"], query_vector=v, config=config)
+                    self.samples.append((time.monotonic(), (time.perf_counter() - start) * 1000))
+                except Exception:
+                    self.errors += 1
+                    conn.rollback()
+                i += 1
+
+    def between(self, t0: float, t1: float) -> list[float]:
+        return [ms for t, ms in self.samples if t0 <= t <= t1]
+
+
+def run(admin_dsn: str, n_chunks: int, n_queries: int, batch: int, idle_s: float) -> dict[str, Any]:
+    chunks, queries = load_piaf(PIAF, n_chunks, n_queries)
+    name = f"ragfr_bench_embmig_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(_with_db(admin_dsn, "postgres"), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
+    dsn = _with_db(admin_dsn, name)
+    try:
+        migrate_schema(dsn, 512, SOURCE)
+        source = load_embedder(SOURCE, cache=False)
+        with psycopg.connect(dsn) as conn:
+            vectors = source.embed_passages(chunks)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata)"
+                    " VALUES (%s, %s::vector, 'piaf', %s, '{}')",
+                    [
+                        (f"piaf-{i:06d}", vector_literal(v), t)
+                        for i, (t, v) in enumerate(zip(chunks, vectors, strict=True))
+                    ],
+                )
+            conn.commit()
+            conn.autocommit = True
+            conn.execute("VACUUM ANALYZE document_chunk")
+            before = _sizes(conn)
+        qvecs = source.embed_queries(queries)
+
+        load = SearchLoad(dsn, queries, qvecs)
+        load.thread.start()
+        t_idle0 = time.monotonic()
+        time.sleep(idle_s)
+        t_idle1 = time.monotonic()
+        load.stop.set()
+        load.thread.join()
+        idle = load.between(t_idle0, t_idle1)
+
+        target = load_embedder(TARGET, batch_size=batch, cache=False)
+        target.embed_passages(["échauffement du modèle"])
+        t = time.perf_counter()
+        for i in range(0, len(chunks), batch):
+            target.embed_passages(chunks[i : i + batch])
+        raw_s = time.perf_counter() - t
+
+        marks: dict[str, float] = {}
+
+        def say(message: str) -> None:
+            marks.setdefault(message.split(":")[0].split(" ")[0], time.monotonic())
+
+        load = SearchLoad(dsn, queries, qvecs)
+        load.thread.start()
+        t0 = time.monotonic()
+        runner.migrate(runner.MigrateOptions(dsn=dsn, to=TARGET, batch=batch, progress=False), say)
+        t1 = time.monotonic()
+        load.stop.set()
+        load.thread.join()
+        during = load.between(t0, marks.get("verified", t1))
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            switched = _sizes(conn)
+        runner.finalize(dsn, lambda m: None)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("VACUUM document_chunk")
+            finalized = _sizes(conn)
+            conn.execute("VACUUM FULL document_chunk")
+            compacted = _sizes(conn)
+    finally:
+        with psycopg.connect(_with_db(admin_dsn, "postgres"), autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    migrate_s = t1 - t0
+    backfill_s = marks.get("backfill", t1) - t0
+    return {
+        "chunks": len(chunks),
+        "mean_chunk_chars": round(statistics.mean(len(c) for c in chunks)),
+        "batch": batch,
+        "raw_embedding_s": round(raw_s, 2),
+        "migrate_total_s": round(migrate_s, 2),
+        "backfill_s": round(backfill_s, 2),
+        "index_s": round(marks.get("index", t1) - marks.get("backfill", t0), 2),
+        "verify_s": round(marks.get("verified", t1) - marks.get("index", t0), 2),
+        "switch_s": round(marks.get("switched", t1) - marks.get("verified", t0), 2),
+        "overhead_total_pct": round(100 * (migrate_s - raw_s) / raw_s, 1),
+        "overhead_backfill_pct": round(100 * (backfill_s - raw_s) / raw_s, 1),
+        "search_idle": {"n": len(idle), "p50_ms": round(_pct(idle, 0.5), 2), "p95_ms": round(_pct(idle, 0.95), 2)},
+        "search_during": {"n": len(during), "p50_ms": round(_pct(during, 0.5), 2),
+                          "p95_ms": round(_pct(during, 0.95), 2), "errors": load.errors},
+        "p95_ratio": round(_pct(during, 0.95) / _pct(idle, 0.95), 2),
+        "sizes_bytes": {"before": before, "switched": switched, "finalized": finalized, "vacuum_full": compacted},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ragfr.embmigrate.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dsn", required=True, help="superuser DSN of a cluster with pgvector (a scratch DB is made)")
+    p.add_argument("--chunks", type=int, default=600)
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--idle-seconds", type=float, default=15.0)
+    p.add_argument("--out", type=Path, help="also write the JSON result here")
+    args = p.parse_args(argv)
+    result = run(args.dsn, args.chunks, args.queries, args.batch, args.idle_seconds)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -51,7 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="re-embed, index, verify and switch (re-run to resume)",
         description="Re-embed every chunk with --to, index and verify it, then switch atomically. Safe to "
         "interrupt at any moment: re-running the same command resumes.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_dsn(m)
     _add_migrate_args(m)
@@ -63,13 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true", help="print machine-readable JSON")
     s.set_defaults(func=run_status)
 
-    r = verbs.add_parser(
-        "rollback",
-        help="restore the old embedding space exactly (any time before finalize)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    r = verbs.add_parser("rollback", help="restore the old embedding space exactly (any time before finalize)")
     add_dsn(r)
-    r.add_argument("--batch", type=int, default=64, help="chunks per batch when re-embedding with the old model")
+    r.add_argument(
+        "--batch", type=int, default=64, help="chunks per batch when re-embedding with the old model (default 64)"
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_k8s_target(r, "after the rollback, point this release's Open WebUI back at the old model and restart it")
     r.set_defaults(func=run_rollback)
@@ -85,13 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "migrate` in the cluster with the image, database credentials and network labels of the release's "
         "Open WebUI `wait-for-schema` init container, then follow it. Uses ~/.kube/config or the in-cluster "
         "service account.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     _add_migrate_args(k, dry_run_help="print the plan and the objects that would be created; create nothing")
     k.add_argument("--namespace", required=True, help="namespace of the ragfr release")
     k.add_argument("--release", required=True, help="the chart's full name (object name prefix), e.g. ragfr")
     k.add_argument("--no-wait", action="store_true", help="create the Job and return without following it")
-    k.add_argument("--timeout", type=float, default=6 * 3600.0, help="seconds to follow the Job before giving up")
+    k.add_argument(
+        "--timeout", type=float, default=6 * 3600.0, help="seconds to follow the Job before giving up (default 6 h)"
+    )
     k.set_defaults(func=run_k8s)
 
 
@@ -99,14 +97,14 @@ def _add_migrate_args(p: argparse.ArgumentParser, dry_run_help: str | None = Non
     p.add_argument("--to", required=True, metavar="SPEC",
                    help="target embedder: ollama:MODEL, local:multilingual-e5-small, local:use-multilingual")
     p.add_argument("--dims", type=int, help="expected dimension; refused if the model returns another")
-    p.add_argument("--batch", type=int, default=64, help="chunks embedded and committed per transaction")
+    p.add_argument("--batch", type=int, default=64, help="chunks embedded and committed per transaction (default 64)")
     p.add_argument("--dry-run", action="store_true",
                    help=dry_run_help or "check everything, measure the embedding rate, print the plan; change nothing")
     p.add_argument("--no-switch", action="store_true", help="stop once verified; re-run without it to switch")
-    p.add_argument("--min-recall", type=float, default=0.9, help="minimum HNSW recall@10 vs exact search")
-    p.add_argument("--recall-sample", type=int, default=100, help="queries sampled for the recall check")
-    p.add_argument("--ef-search", type=int, default=40, help="hnsw.ef_search used by the recall check")
-    p.add_argument("--maintenance-work-mem", default="256MB", help="memory for the HNSW build")
+    p.add_argument("--min-recall", type=float, default=0.9, help="minimum HNSW recall@10 vs exact search (default 0.9)")
+    p.add_argument("--recall-sample", type=int, default=100, help="queries sampled for the recall check (default 100)")
+    p.add_argument("--ef-search", type=int, default=40, help="hnsw.ef_search used by the recall check (default 40)")
+    p.add_argument("--maintenance-work-mem", default="256MB", help="memory for the HNSW build (default 256MB)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

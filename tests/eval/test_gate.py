@@ -54,3 +54,16 @@ def test_other_embedder_or_query_count_is_refused() -> None:
 def test_update_records_only_configurations_that_ran() -> None:
     out = update({"suites": {}}, "piaf-ci", _results(0.7, 0.6), ["ragfr-hybrid", "ragfr-vector"])
     assert out["suites"]["piaf-ci"]["configurations"] == {"ragfr-hybrid": {"recall@10": 0.7, "ndcg@10": 0.6}}
+
+
+def test_suite_tolerance_overrides_the_global_one() -> None:
+    suite = {**BASE["suites"]["golden"], "tolerance": {"recall@10": 0.05}}
+    baselines = {**BASE, "suites": {"golden": suite}}
+    verdicts = {c.metric: c.passed for c in check(_results(0.86, 0.80), baselines, "golden", Path("b.json"))}
+    assert verdicts == {"recall@10": True, "ndcg@10": True}  # 0.90 - 0.05 <= 0.86
+
+
+def test_update_keeps_the_suite_tolerance() -> None:
+    baselines = {"suites": {"golden": {"tolerance": {"recall@10": 0.02}, "configurations": {}}}}
+    out = update(baselines, "golden", _results(0.7, 0.6), ["ragfr-hybrid"])
+    assert out["suites"]["golden"]["tolerance"] == {"recall@10": 0.02}

@@ -10,7 +10,8 @@ from pathlib import Path
 from ragfr.cli.common import add_dsn, require_dsn
 from ragfr.eval.configs import CONFIG_NAMES, DEFAULT_DEPTH
 
-DEFAULT_GATED = ("bm25-whitespace", "pg-simple-and", "ragfr-lexical", "ragfr-vector", "ragfr-hybrid")
+# Only ragfr's own configurations are gated: the Open WebUI baselines are context, not our product.
+DEFAULT_GATED = ("ragfr-lexical", "ragfr-vector", "ragfr-hybrid")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -88,7 +88,9 @@ class SearchLoad:
         from ragfr.retrieval.hybrid import search
 
         config = SearchConfig(rerank=False)
-        with psycopg.connect(self.dsn) as conn:
+        # Autocommit, like a pooled application connection: an idle-in-transaction session would hold
+        # its table lock between queries and (rightly) keep the migration's DDL waiting.
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
             i = 0
             while not self.stop.is_set():
                 q, v = self.queries[i % len(self.queries)], self.vectors[i % len(self.vectors)]
@@ -98,7 +100,6 @@ class SearchLoad:
                     self.samples.append((time.monotonic(), (time.perf_counter() - start) * 1000))
                 except Exception:
                     self.errors += 1
-                    conn.rollback()
                 i += 1
 
     def between(self, t0: float, t1: float) -> list[float]:

@@ -99,7 +99,9 @@ def build_flavor(name: str, *, root: Path | None = None, pgroot: Path | None = N
     build = FlavorBuild(flavor, out / "root")
     if (out / "done").exists():
         return build
-    shutil.rmtree(out, ignore_errors=True)
+    # Builds of this flavor from older inputs are dead weight (~15 MB each): drop them.
+    for stale in out.parent.glob(f"{name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     out.mkdir(parents=True)
     cmd = [
         str(root / "images/ragdb/build-pgvector.sh"), "--src", str(src.parent), "--destdir", str(out / "install"),

@@ -23,3 +23,8 @@ down: ## stop what `make up` started (Open WebUI, the test double) and the priva
 
 test-owui: setup owui-venv ## Open WebUI tests: patcher, real 0.12.4 code paths, end to end server (about 3 min)
 	$(VENV)/bin/pytest -q tests/owui
+
+.PHONY: owui-init-image
+owui-init-image: owui-venv ## build the owui-init image (OWUI_INIT_BASE=localhost/ragfr-bookworm-minbase:1 offline) and smoke-test it
+	tag="$$(bash images/owui-init/build.sh $(if $(OWUI_INIT_BASE),--base $(OWUI_INIT_BASE)) | tail -1)"; \
+	bash images/owui-init/smoke.sh "$$tag"

@@ -21,6 +21,10 @@ rm -rf "$ctx"; mkdir -p "$ctx/patches"
 cp "$ROOT/images/owui-init/Containerfile" "$ROOT/images/owui-init/site-requirements.txt" "$ctx/"
 (cd "$ROOT/src" && tar --exclude=__pycache__ -cf - ragfr) | tar -C "$ctx" -xf -
 cp -R "$ROOT/patches/open-webui" "$ctx/patches/"
+# Wheels for CPython 3.11 / manylinux x86-64 (the stock image's), fetched by the host's pip.
+"${PIP:-$ROOT/.venv/bin/pip}" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  --python-version 3.11 --platform manylinux2014_x86_64 --implementation cp \
+  -d "$ctx/wheels" -r "$ROOT/images/owui-init/site-requirements.txt" >&2
 tag="${tag:-localhost/ragfr-owui-init:$( (cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)}"
 "${PODMAN[@]}" build ${base:+--build-arg BASE="$base"} -t "$tag" -f "$ctx/Containerfile" "$ctx" >&2
 echo "$tag"

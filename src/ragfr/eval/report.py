@@ -9,7 +9,7 @@ from typing import Any
 from ragfr.eval.metrics import metric_names
 from ragfr.eval.runner import EvalRun
 
-SLICED_TAGS = ("inflection", "accent-omitted", "negation", "identifier", "filter")
+SLICED_TAGS = ("stem-match", "inflection", "accent-omitted", "negation", "identifier", "filter")
 
 
 def to_json(run: EvalRun) -> dict[str, Any]:

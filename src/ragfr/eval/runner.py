@@ -17,6 +17,7 @@ from ragfr.eval.beir import Dataset, Query
 from ragfr.eval.configs import CONFIG_NAMES, DEFAULT_DEPTH, EvalContext, registry
 from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
 from ragfr.eval.metrics import QueryScores, mean_scores, score_query
+from ragfr.eval.slices import with_derived_tags
 from ragfr.ingest.chunking import ChunkConfig
 
 QUERY_BATCH = 64
@@ -90,7 +91,7 @@ def run_eval(
     progress: bool = True,
 ) -> EvalRun:
     names = resolve_configs(configs)
-    queries = select_queries(dataset, limit_queries, seed)
+    queries = with_derived_tags(dataset, select_queries(dataset, limit_queries, seed))
     chunking = chunking or ChunkConfig()
     collection, report = ensure_ingested(conn, dataset, embedder, chunking, progress=progress)
     chunk_to_doc = chunk_documents(conn, collection)

@@ -31,3 +31,18 @@ avx512-scan: pgroot ## list AVX-512 instructions per function in the built vecto
 
 test-build: setup ## build-foundation tests (scanner, negative control, emulated old CPU)
 	$(VENV)/bin/pytest -q tests/build
+
+.PHONY: image image-local image-smoke bench-pgvector-flags
+IMAGE_BASE ?=
+image: ## build the ragdb image with podman (IMAGE_BASE=... to override the official postgres:15-bookworm base)
+	bash scripts/build-image.sh $(if $(IMAGE_BASE),--base $(IMAGE_BASE))
+
+image-local: setup-apt ## build the ragdb image on a Debian 12 base made here with debootstrap (no registry)
+	bash scripts/build-image.sh --local-base
+
+image-smoke: setup-apt ## build (local base) and smoke-test the ragdb image, natively and on an emulated CPU without AVX-512
+	tag="$$(bash scripts/build-image.sh --local-base | tail -1)"; \
+	bash scripts/image-smoke.sh "$$tag" && bash scripts/image-smoke.sh "$$tag" --old-cpu
+
+bench-pgvector-flags: setup ## HNSW build/query time + AVX-512 counts per pgvector flag set -> .build/bench/pgvector-flags.json
+	$(PY) -m ragfr.build.bench_flags

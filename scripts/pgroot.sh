@@ -18,7 +18,9 @@ pg_pkgs="$(dpkg-query -W -f='${Package}=${Version}\n' postgresql-15 postgresql-s
 key="$( { echo "$pg_pkgs"; echo "$PGROOT";
           cat "$IMG/pgvector.lock" "$IMG/fetch-pgvector.sh" "$IMG/build-pgvector.sh" "$IMG/avx512-allowlist.txt" \
               "$ROOT/src/ragfr/build/avx512_scan.py" "$0"; } | sha256sum | cut -c1-16)"
-stamp="$BUILD/stamps/pgroot-$key"
+# Stamps are per target folder, so a second root (RAGFR_PGROOT) never invalidates the default one.
+path_id="$(echo "$PGROOT" | sha256sum | cut -c1-8)"
+stamp="$BUILD/stamps/pgroot-$path_id-$key"
 if [[ -f "$stamp" && -x "$PGROOT/usr/lib/postgresql/15/bin/postgres" ]]; then
   echo "pgroot: up to date ($PGROOT, stamp $key)"
   exit 0
@@ -49,6 +51,6 @@ rm -rf "$PGROOT"
 mv "$staging" "$PGROOT"
 # The cluster runs as an unprivileged user: the tree must be readable by others.
 chmod -R a+rX "$PGROOT"
-rm -f "$BUILD"/stamps/pgroot-*
+rm -f "$BUILD"/stamps/pgroot-"$path_id"-*
 mkdir -p "$BUILD/stamps"; touch "$stamp"
 echo "pgroot: built $PGROOT (pgvector $PGVECTOR_VERSION, OPTFLAGS='')"

@@ -80,12 +80,12 @@ class Filters:
                     parts.append(sql.SQL(
                         "(CASE WHEN {v} ~ %s THEN {v}::numeric END) {op} %s::numeric"
                     ).format(v=value, op=op))
-                    params += [c.key, c.key, _NUMERIC_SQL, c.values[0]]
+                    params += [c.key, _NUMERIC_SQL, c.key, c.values[0]]
                 else:
                     parts.append(sql.SQL(
                         "(CASE WHEN {v} ~ %s THEN {v} END) COLLATE \"C\" {op} %s"
                     ).format(v=value, op=op))
-                    params += [c.key, c.key, _DATE_SQL, c.values[0]]
+                    params += [c.key, _DATE_SQL, c.key, c.values[0]]
         return sql.SQL(" AND ").join(parts), params
 
 

@@ -6,11 +6,11 @@ model cannot promise that. Everything else (PostgreSQL, pgvector's HNSW, ragfr's
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 DIMS = 1024
 
@@ -32,9 +32,13 @@ def literal(v: list[float]) -> str:
 
 
 def insert(conn: psycopg.Connection, rows: list[tuple[str, list[float], str, str, dict]]) -> None:  # type: ignore[type-arg]
-    """rows: (id, vector, collection, text, metadata)."""
-    with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata) VALUES (%s, %s::vector, %s, %s, %s)",
-            [(i, literal(v), c, t, Jsonb(m)) for i, v, c, t, m in rows],
-        )
+    """rows: (id, vector, collection, text, metadata), in ONE statement (the BM25 triggers run once)."""
+    conn.execute(
+        "INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata)"
+        " SELECT i, v::vector, c, t, m::jsonb FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
+        " AS x(i, v, c, t, m)",
+        (
+            [r[0] for r in rows], [literal(r[1]) for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+            [json.dumps(r[4]) for r in rows],
+        ),
+    )

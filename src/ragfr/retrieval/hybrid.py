@@ -71,7 +71,10 @@ def search(
     query = validate_query(query)
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    space = read_space(conn)
+    # Every statement runs inside a transaction block so that a non-autocommit caller is left idle, never
+    # "idle in transaction" (an open transaction would block `ragfr embeddings migrate`'s DDL).
+    with conn.transaction():
+        space = read_space(conn)
     filters = Filters(tuple(collections), tuple(conditions), embedding_model=space.model)
     vector = _query_vector(query, query_vector, embedder, space) if config.semantic else None
     timings["embed"] = _ms(started)

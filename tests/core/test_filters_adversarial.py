@@ -11,11 +11,11 @@ import random
 
 import psycopg
 import pytest
+from tests.core.geometry import at_cosine, insert, literal, query_direction
 
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Condition
 from ragfr.retrieval.hybrid import search
-from tests.core.geometry import at_cosine, insert, literal, query_direction
 
 Q = query_direction()
 # exact_threshold=10 forces the HNSW path; enable_seqscan=off (set per test) keeps the planner on the index.

@@ -53,7 +53,7 @@ def _overwrite(path: Path, text: str, **columns: object) -> None:
     key = cache_key(E5, "passage", text)
     with sqlite3.connect(path) as db:
         for column, value in columns.items():
-            db.execute(f"UPDATE embedding SET {column} = ? WHERE key = ?", (value, key))  # noqa: S608
+            db.execute(f"UPDATE embedding SET {column} = ? WHERE key = ?", (value, key))
         assert db.total_changes == len(columns)
 
 

@@ -53,7 +53,7 @@ def snapshot(dsn: str) -> Snapshot:
         select = ", ".join(["id", "text", "vector::text", "embedding_model", *(f"{c}::text" for c in extra)])
         rows = {
             r[0]: r[1:]
-            for r in conn.execute(f"SELECT {select} FROM document_chunk ORDER BY id")  # noqa: S608 - test-only
+            for r in conn.execute(f"SELECT {select} FROM document_chunk ORDER BY id")
         }
         state = conn.execute(
             "SELECT phase, rows_embedded, rows_reembedded_old FROM ragfr_embedding_migration ORDER BY id"

@@ -6,3 +6,7 @@ test: ## set up everything from nothing (apt, venv, pgvector, private PostgreSQL
 lint: setup ## ruff + mypy
 	$(VENV)/bin/ruff check src tests patches
 	$(VENV)/bin/mypy
+
+.PHONY: run
+run: ## THE main job: deploy to the current kube context, or (no cluster configured) the local stack
+	bash scripts/run.sh

@@ -17,6 +17,8 @@ class SearchConfig:
     lexical_depth: int = 50
     semantic_depth: int = 50
     rrf_k: int = 60  # the constant of Cormack et al.; also Open WebUI's
+    # "bm25" (default, ADR 0003) or "ts_rank_cd" (kept only to measure BM25 against it).
+    lexical_ranking: str = "bm25"
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # hnsw.ef_search: chosen from the recall benchmark (docs/benchmarks.md), pinned and logged per query.
@@ -41,6 +43,8 @@ class SearchConfig:
             raise ConfigError(f"ef_search must be at most 1000 (pgvector's limit), got {self.ef_search}")
         if not (self.lexical or self.semantic):
             raise ConfigError("at least one arm (lexical or semantic) must be enabled")
+        if self.lexical_ranking not in ("bm25", "ts_rank_cd"):
+            raise ConfigError(f"lexical_ranking must be 'bm25' or 'ts_rank_cd', got {self.lexical_ranking!r}")
         if not 0 <= self.bm25_b <= 1 or self.bm25_k1 < 0:
             raise ConfigError("bm25_b must be in [0, 1] and bm25_k1 >= 0")
         if self.similarity_floor is not None and not -1 <= self.similarity_floor <= 1:

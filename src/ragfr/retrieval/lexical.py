@@ -49,6 +49,17 @@ SELECT c.id,
 """
 
 
+# The alternative ADR 0003 measured BM25 against: PostgreSQL's cover-density rank on the same candidates.
+_TS_RANK_CD = """
+SELECT d.id, ts_rank_cd(d.fts, q.tsq) AS score
+  FROM document_chunk d,
+       (SELECT replace(array_to_tsvector(%s::text[])::text, ''' ''', ''' | ''')::tsquery AS tsq) q
+ WHERE d.fts @@ q.tsq AND {predicate}
+ ORDER BY score DESC, d.id
+ LIMIT %s
+"""
+
+
 @dataclass(frozen=True)
 class LexicalCandidate:
     id: str
@@ -58,15 +69,19 @@ class LexicalCandidate:
 def bm25(
     conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
 ) -> tuple[list[LexicalCandidate], ArmReport]:
-    report = ArmReport("lexical", config.lexical_depth, strategy="bm25")
+    report = ArmReport("lexical", config.lexical_depth, strategy=config.lexical_ranking)
     if not terms:
         report.reason = "no significant query term (only stop words or punctuation)"
         return [], report
     predicate, pparams = filters.predicate("d")
     colls = list(filters.collections)
-    k1, b = config.bm25_k1, config.bm25_b
-    query = sql.SQL(_BM25).format(predicate=predicate)
-    params = [colls, terms, colls, terms, *pparams, k1, k1, b, b, config.lexical_depth]
+    if config.lexical_ranking == "ts_rank_cd":
+        query = sql.SQL(_TS_RANK_CD).format(predicate=predicate)
+        params: list[object] = [terms, *pparams, config.lexical_depth]
+    else:
+        k1, b = config.bm25_k1, config.bm25_b
+        query = sql.SQL(_BM25).format(predicate=predicate)
+        params = [colls, terms, colls, terms, *pparams, k1, k1, b, b, config.lexical_depth]
     rows = conn.execute(query, params).fetchall()
     report.returned = len(rows)
     return [LexicalCandidate(r[0], float(r[1])) for r in rows], report

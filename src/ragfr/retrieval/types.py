@@ -30,7 +30,7 @@ class ArmReport:
     name: str
     depth: int
     returned: int = 0
-    strategy: str = ""  # "bm25", "hnsw" or "exact" (filter first, then score every passing row)
+    strategy: str = ""  # "bm25" or "ts_rank_cd"; "hnsw" or "exact" (filter first, then score every passing row)
     passing: int | None = None  # rows passing the hard filters, when counted (bounded by the exact threshold)
     searched: int | None = None  # rows in the searched collections
     underfilled: bool = False

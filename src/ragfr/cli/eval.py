@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from ragfr.eval import gate
     from ragfr.eval.beir import load_dataset
     from ragfr.eval.report import table, to_json, write_per_query
-    from ragfr.eval.runner import run_eval
+    from ragfr.eval.runner import resolve_configs, run_eval
     from ragfr.ingest.chunking import ChunkConfig
 
     if (args.baseline is None) != (args.suite is None):
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--update-baseline needs --baseline FILE --suite NAME")
     dsn = require_dsn(args)
     dataset = load_dataset(args.dataset)
-    configs = [n.strip() for c in (args.config or []) for n in c.split(",") if n.strip()] or None
+    configs = resolve_configs([n.strip() for c in (args.config or []) for n in c.split(",") if n.strip()])
     defaults = ChunkConfig()
     chunking = ChunkConfig(size=args.chunk_size or defaults.size,
                            overlap=defaults.overlap if args.chunk_overlap is None else args.chunk_overlap)

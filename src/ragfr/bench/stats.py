@@ -1,0 +1,41 @@
+"""Latency summaries and the machine context every figure is reported with."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from typing import Any
+
+import numpy as np
+
+
+def summarize(ms: list[float]) -> dict[str, Any]:
+    """n, mean, p50, p95 (numpy's linear interpolation between order statistics), min, max, in ms."""
+    if not ms:
+        return {"n": 0}
+    a = np.asarray(ms, dtype=float)
+    return {
+        "n": int(a.size), "mean": _r(a.mean()), "p50": _r(np.percentile(a, 50)), "p95": _r(np.percentile(a, 95)),
+        "min": _r(a.min()), "max": _r(a.max()),
+    }
+
+
+def _r(x: float) -> float:
+    return round(float(x), 2)
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or "unknown"
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return {"cpu_model": model, "cpus": os.cpu_count(), "python": platform.python_version(),
+            "kernel": platform.release()}

@@ -106,7 +106,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     result = json.loads(out.read_text())
     size = result["sizes"]["1000"]
     cases = size["latency"]["cases"]
-    assert len(cases) == 7
+    assert len(cases) == 9
     for name, case in cases.items():
         lat = case["latency_ms"]
         assert lat["n"] == 12 and 0 < lat["min"] <= lat["p50"] <= lat["p95"] <= lat["max"], name

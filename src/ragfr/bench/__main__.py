@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "params": {"dims": args.dims, "geometry": args.geometry, "queries": args.queries,
                    "recall_queries": args.recall_queries, "ef_search": args.ef, "query_vector_noise": NOISE,
                    "search_config": {k: v for k, v in SearchConfig().__dict__.items()}},
+        "server": _server(args.dsn),
         "sizes": {},
     }
     made: list[str] = []
@@ -130,6 +131,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["load_average_end"] = load_average()
     result["wall_s"] = round(time.perf_counter() - started, 1)
     return result
+
+
+def _server(dsn: str) -> dict[str, Any]:
+    """Settings that move these figures: the test cluster's are small (scripts/pg.sh)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
+            " current_setting('work_mem'), current_setting('effective_cache_size'),"
+            " current_setting('max_parallel_workers_per_gather'), current_setting('jit'),"
+            " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')"
+        ).fetchone()
+    assert row is not None
+    keys = ("server_version", "shared_buffers", "work_mem", "effective_cache_size",
+            "max_parallel_workers_per_gather", "jit", "pgvector")
+    return dict(zip(keys, row, strict=True))
 
 
 def _subset(queries: QuerySet, n: int) -> QuerySet:

@@ -32,6 +32,15 @@ class RagfrCase:
     name: str
     config: SearchConfig
     sel: str | None = None  # vmetadata.sel class the query is filtered to
+    # What-if, not the shipped behaviour: the call runs inside a transaction with `enable_sort = off`, so
+    # the planner cannot replace the HNSW scan by a full sort (see FORCE_HNSW).
+    force_hnsw: bool = False
+
+
+# The planner costs a cosine distance like any operator, so on small tables it prefers sorting every row
+# over walking the HNSW graph even when ragfr chose the "hnsw" strategy; disabling sorts for the call
+# shows what the arm costs when the index is really used.
+FORCE_HNSW = "SET LOCAL enable_sort = off"
 
 
 def ragfr_cases(k: int = K) -> list[RagfrCase]:
@@ -40,6 +49,8 @@ def ragfr_cases(k: int = K) -> list[RagfrCase]:
         RagfrCase("ragfr lexical arm (BM25, OR)", base.with_(semantic=False)),
         RagfrCase("ragfr vector arm (HNSW)", base.with_(lexical=False)),
         RagfrCase("ragfr hybrid (no rerank)", base),
+        RagfrCase("what-if: ragfr vector arm, HNSW forced", base.with_(lexical=False), force_hnsw=True),
+        RagfrCase("what-if: ragfr hybrid, HNSW forced", base, force_hnsw=True),
     ]
     cases += [RagfrCase(f"ragfr hybrid, filter sel={name} ({frac * 100:g} %)", base, name)
               for name, frac in sorted(SEL_CLASSES.items(), key=lambda kv: kv[1])]
@@ -76,8 +87,11 @@ def _ragfr_runner(
 
     def run(i: int) -> dict[str, Any]:
         t = time.perf_counter()
-        result = hybrid.search(conn, queries.texts[i], collections=[COLLECTION], conditions=conditions,
-                               query_vector=[float(x) for x in queries.vectors[i]], config=case.config)
+        with conn.transaction():
+            if case.force_hnsw:
+                conn.execute(FORCE_HNSW)
+            result = hybrid.search(conn, queries.texts[i], collections=[COLLECTION], conditions=conditions,
+                                   query_vector=[float(x) for x in queries.vectors[i]], config=case.config)
         ms = (time.perf_counter() - t) * 1000
         return {
             "ms": ms, "hits": len(result.hits), "underfilled": result.underfilled,

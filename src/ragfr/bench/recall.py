@@ -1,9 +1,10 @@
 """HNSW recall@10 against exact search, per hnsw.ef_search, with the latency of each setting.
 
 Exact top 10: a sequential scan ordered by cosine distance (`enable_indexscan = off`), ties by id.
-Approximate, two ways for each ef_search:
+Approximate, three ways for each ef_search:
 - ragfr's vector arm as it runs in production (`hybrid.search` with the lexical arm off: depth 50,
   strict_order iterative scan, the hard-filter predicate), its first 10;
+- the same with the planner kept on the HNSW index (what-if `enable_sort = off`, see latency.FORCE_HNSW);
 - the bare index, `ORDER BY vector <=> q LIMIT 10` with iterative scan off and seq scans and sorts
   disabled (so the planner cannot answer exactly instead), which is what one HNSW lookup of 10 gives (and
   what Open WebUI's vector arm asks, at ef_search 40).
@@ -22,6 +23,7 @@ from tqdm import tqdm
 
 from ragfr.bench.corpus import COLLECTION
 from ragfr.bench.explain import explain_search
+from ragfr.bench.latency import FORCE_HNSW
 from ragfr.bench.queries import QuerySet
 from ragfr.bench.stats import load_average, summarize
 from ragfr.retrieval import hybrid
@@ -42,6 +44,7 @@ def literal(vector: np.ndarray) -> str:
 def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) -> dict[str, Any]:
     exact_ms: list[float] = []
     arm: dict[int, dict[str, list[float]]] = {ef: {"recall": [], "ms": []} for ef in ef_values}
+    forced: dict[int, dict[str, list[float]]] = {ef: {"recall": [], "ms": []} for ef in ef_values}
     index: dict[int, dict[str, list[float]]] = {ef: {"recall": [], "ms": []} for ef in ef_values}
     load_before = load_average()
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -55,11 +58,15 @@ def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) ->
             exact_ms.append((time.perf_counter() - t) * 1000)
             for ef in ef_values:
                 config = SearchConfig(k=k, rerank=False, lexical=False, ef_search=ef)
-                t = time.perf_counter()
-                result = hybrid.search(conn, queries.texts[i], collections=[COLLECTION],
-                                       query_vector=[float(x) for x in queries.vectors[i]], config=config)
-                arm[ef]["ms"].append((time.perf_counter() - t) * 1000)
-                arm[ef]["recall"].append(len(truth & {h.id for h in result.hits[:k]}) / k)
+                for sink, force in ((arm, False), (forced, True)):
+                    t = time.perf_counter()
+                    with conn.transaction():
+                        if force:
+                            conn.execute(FORCE_HNSW)
+                        result = hybrid.search(conn, queries.texts[i], collections=[COLLECTION],
+                                               query_vector=[float(x) for x in queries.vectors[i]], config=config)
+                    sink[ef]["ms"].append((time.perf_counter() - t) * 1000)
+                    sink[ef]["recall"].append(len(truth & {h.id for h in result.hits[:k]}) / k)
                 t = time.perf_counter()
                 with conn.transaction():
                     conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
@@ -75,6 +82,7 @@ def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) ->
         "exact_ms": summarize(exact_ms),
         "ragfr_vector_arm": {str(ef): {**_summary(arm[ef]), "plan_uses_hnsw": _arm_uses_hnsw(dsn, queries, ef, k)}
                              for ef in ef_values},
+        "ragfr_vector_arm_hnsw_forced": {str(ef): _summary(forced[ef]) for ef in ef_values},
         "bare_index_limit_10": {str(ef): _summary(index[ef]) for ef in ef_values},
     }
 

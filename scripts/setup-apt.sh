@@ -39,9 +39,13 @@ SRC
 
 key="$(printf '%s\n' "${BOOKWORM_PKGS[@]}" "--bpo--" "${BACKPORTS_PKGS[@]}" | sha256sum | cut -c1-16)"
 stamp="$STAMP_DIR/apt-$key"
-if [[ -f "$stamp" ]] && dpkg-query -W -f='${Status}\n' "${BOOKWORM_PKGS[@]}" "${BACKPORTS_PKGS[@]}" \
-    2>/dev/null | grep -vq 'install ok installed' ; then
-  rm -f "$stamp"   # a package vanished since the stamp was written: reinstall
+all_installed() {
+  local status
+  status="$(dpkg-query -W -f='${Status}\n' "${BOOKWORM_PKGS[@]}" "${BACKPORTS_PKGS[@]}" 2>/dev/null)" || return 1
+  [[ "$(grep -c '^install ok installed$' <<<"$status")" == $(( ${#BOOKWORM_PKGS[@]} + ${#BACKPORTS_PKGS[@]} )) ]]
+}
+if [[ -f "$stamp" ]] && ! all_installed; then
+  rm -f "$stamp"   # a package was removed since the stamp was written: install again
 fi
 if [[ -f "$stamp" ]]; then
   echo "setup-apt: packages already installed (stamp $key)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import psycopg
@@ -103,7 +104,11 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
         "--drop", "--out", str(out),
     ])
     assert code == 0
-    result = json.loads(out.read_text())
+    raw = out.read_text()
+    password = urlsplit(pg_dsn).password
+    assert pg_dsn not in raw and (not password or password not in raw), "the committed JSON must not carry the DSN"
+    result = json.loads(raw)
+    assert result["command"].startswith("python -m ragfr.bench --dsn $DSN --sizes 1000")
     size = result["sizes"]["1000"]
     cases = size["latency"]["cases"]
     assert len(cases) == 9

@@ -59,6 +59,8 @@ def parser() -> argparse.ArgumentParser:
                    help="how random vectors are drawn (default: uniform; see ragfr/bench/corpus.py)")
     p.add_argument("--queries", type=int, default=200, help="timed queries per case (default: 200)")
     p.add_argument("--recall-queries", type=int, default=200, help="queries for recall@10 (default: 200)")
+    p.add_argument("--lexrank-queries", type=int, default=100,
+                   help="queries for the BM25 vs ts_rank_cd comparison (default: 100)")
     p.add_argument("--ef", type=_ints, default=[40, 64, 100, 200],
                    help="hnsw.ef_search values for the recall table (default: 40,64,100,200)")
     p.add_argument("--legacy-queries", type=int, default=20,
@@ -84,9 +86,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "benchmark": "retrieval-core", "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(), "load_average_start": load_average(),
-        "command": "python -m ragfr.bench " + " ".join(sys.argv[1:]),
+        # The DSN carries a password and the JSON is committed: never written out.
+        "command": "python -m ragfr.bench " + " ".join("$DSN" if a == args.dsn else a for a in args.argv),
         "params": {"dims": args.dims, "geometry": args.geometry, "queries": args.queries,
-                   "recall_queries": args.recall_queries, "ef_search": args.ef, "query_vector_noise": NOISE,
+                   "recall_queries": args.recall_queries, "lexrank_queries": args.lexrank_queries,
+                   "ef_search": args.ef, "query_vector_noise": NOISE,
                    "search_config": {k: v for k, v in SearchConfig().__dict__.items()}},
         "server": _server(args.dsn),
         "sizes": {},
@@ -101,7 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         section: dict[str, Any] = {"database": corpus.database, "cached": corpus.cached,
                                    "prepare_s": round(time.perf_counter() - t, 1), "corpus": corpus.load}
         with psycopg.connect(corpus.dsn, autocommit=True) as conn:
-            queries = make_queries(conn, spec, piaf, max(args.queries, args.recall_queries))
+            queries = make_queries(conn, spec, piaf, max(args.queries, args.recall_queries, args.lexrank_queries))
         timed = _subset(queries, args.queries)
         if "latency" not in args.skip:
             _say(f"bench: {rows} rows: latency ({len(timed)} queries x {len(latency.ragfr_cases()) + 1} cases)")
@@ -115,14 +119,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             section["recall"] = recall.run_recall(corpus.dsn, _subset(queries, args.recall_queries), args.ef)
         if "lexrank" not in args.skip:
             _say(f"bench: {rows} rows: BM25 vs ts_rank_cd")
-            section["lexrank"] = lexrank.run_lexrank(corpus.dsn, timed)
+            section["lexrank"] = lexrank.run_lexrank(corpus.dsn, _subset(queries, args.lexrank_queries))
         if "explain" not in args.skip:
             i = section.get("lexrank", {}).get("median_query", 0)
-            vector = [float(x) for x in timed.vectors[i]]
+            vector = [float(x) for x in queries.vectors[i]]
+            hybrid_config = SearchConfig(rerank=False)
             section["explain"] = {
-                "query": timed.texts[i],
-                "ragfr_hybrid": explain.explain_search(corpus.dsn, timed.texts[i], vector, SearchConfig(rerank=False)),
-                "owui_native": explain.explain_owui(corpus.dsn, timed.texts[i], vector, latency.K),
+                "query": queries.texts[i],
+                "ragfr_hybrid": explain.explain_search(corpus.dsn, queries.texts[i], vector, hybrid_config),
+                "owui_native": explain.explain_owui(corpus.dsn, queries.texts[i], vector, latency.K),
             }
         result["sizes"][str(rows)] = section
     if args.drop:
@@ -158,6 +163,7 @@ def _say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         result = run(args)
     except RagfrError as exc:

@@ -52,5 +52,10 @@ else
   echo "build-image: podman ${args[*]} $ctx" >&2
   "${PODMAN[@]}" "${args[@]}" "$ctx" >"$BUILD/image-build.log" 2>&1 \
     || { tail -25 "$BUILD/image-build.log" >&2; echo "build-image: podman build failed (log $BUILD/image-build.log)" >&2; exit 1; }
+  if [[ "$tag" == localhost/ragdb:* ]]; then
+    # Input-hash tags pile up (~700 MB each) as the scripts change: keep only the newest.
+    "${PODMAN[@]}" images --format '{{.Repository}}:{{.Tag}}' localhost/ragdb | grep -vxF "$tag" \
+      | xargs -r "${PODMAN[@]}" rmi >/dev/null 2>&1 || true
+  fi
 fi
 echo "$tag"

@@ -107,6 +107,7 @@ def test_production_vector_so_is_clean(pgroot: Path) -> None:
     assert sorted(report.allowed) == sorted(scan.load_allowlist(ALLOWLIST)), report.summary()
 
 
+@pytest.mark.slow
 def test_dispatch_disabled_build_has_no_avx512(flavor: Callable[[str], FlavorBuild]) -> None:
     report = scan.scan_file(flavor("nodispatch").vector_so, set())
     assert report.total == 0, report.summary()

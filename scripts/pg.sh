@@ -19,14 +19,35 @@ set -euo pipefail
 ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
 STATE="$(realpath -m "${RAGFR_PG_STATE:-$ROOT/.state/pg}")"
 PGROOT="$(realpath -m "${RAGFR_PGROOT:-$ROOT/.build/pgroot}")"
+OWNER="${RAGFR_PG_USER:-postgres}"
+die() { echo "pg.sh: $*" >&2; exit 1; }
+
+# The server runs as $OWNER, who must be able to traverse every parent of its binaries and state. A checkout
+# under a private folder (e.g. /root, mode 700) is not reachable: then run from a copy of the root under
+# /var/tmp (refreshed when its binaries change), and keep the default state there too.
+reachable() { [[ "$(id -u)" != 0 ]] || runuser -u "$OWNER" -- test -x "$1" 2>/dev/null; }
+if [[ -x "$PGROOT/usr/lib/postgresql/15/bin/postgres" ]] && ! reachable "$PGROOT/usr/lib/postgresql/15/bin"; then
+  alt="/var/tmp/ragfr-pgroot-$(echo "$PGROOT" | sha256sum | cut -c1-12)"
+  sig="$(stat -c '%Y %s %n' "$PGROOT"/usr/lib/postgresql/15/bin/postgres "$PGROOT"/usr/lib/postgresql/15/lib/*.so \
+         | sha256sum | cut -c1-16)"
+  if [[ "$(cat "$alt/.ragfr-sig" 2>/dev/null)" != "$sig" ]]; then
+    rm -rf "$alt.tmp" && cp -a "$PGROOT" "$alt.tmp" && echo "$sig" > "$alt.tmp/.ragfr-sig"
+    chmod -R a+rX "$alt.tmp" && rm -rf "$alt" && mv "$alt.tmp" "$alt"
+    echo "pg.sh: $OWNER cannot reach $PGROOT; running from the copy $alt" >&2
+  fi
+  PGROOT="$alt"
+fi
+if [[ -z "${RAGFR_PG_STATE:-}" ]] && ! reachable "$(dirname "$(dirname "$STATE")")"; then
+  STATE="/var/tmp/ragfr-state-$(echo "$ROOT" | sha256sum | cut -c1-12)/pg"
+fi
 BIN="$PGROOT/usr/lib/postgresql/15/bin"
 DATA="$STATE/data"
 SOCK="$STATE/sock"
-die() { echo "pg.sh: $*" >&2; exit 1; }
 
 as_owner() {
   # PostgreSQL refuses to run as root: when we are root, run as an unprivileged OS user.
-  if [[ "$(id -u)" == 0 ]]; then runuser -u "${RAGFR_PG_USER:-postgres}" -- "$@"; else "$@"; fi
+  # cd /: the checkout itself may be unreadable for the server user (see above).
+  if [[ "$(id -u)" == 0 ]]; then (cd / && runuser -u "$OWNER" -- "$@"); else "$@"; fi
 }
 
 free_port() {
@@ -42,7 +63,7 @@ running() { [[ -f "$DATA/postmaster.pid" ]] && as_owner "$BIN/pg_ctl" -D "$DATA"
 
 init_cluster() {
   [[ -x "$BIN/initdb" ]] || die "no PostgreSQL root at $PGROOT: run 'make setup' first"
-  local owner="${RAGFR_PG_USER:-postgres}"
+  local owner="$OWNER"
   mkdir -p "$STATE"
   if [[ "$(id -u)" == 0 ]]; then
     id "$owner" >/dev/null 2>&1 || die "OS user $owner does not exist (set RAGFR_PG_USER)"

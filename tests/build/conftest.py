@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ragfr.build.flavors import PG_LIB, FlavorBuild, build_flavor
-from ragfr.build.pgcluster import REPO, Cluster, start_cluster
+from ragfr.build.pgcluster import REPO, Cluster, start_cluster, state_base
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +36,7 @@ def flavor(pgroot: Path) -> Callable[[str], FlavorBuild]:
 @pytest.fixture
 def cluster_factory() -> Iterator[Callable[..., Cluster]]:
     """Starts clusters in fresh state dirs; stops and deletes them at teardown."""
-    base = REPO / ".build" / "test-state"
-    base.mkdir(parents=True, exist_ok=True)
+    base = state_base()
     started: list[Cluster] = []
     dirs: list[Path] = []
 

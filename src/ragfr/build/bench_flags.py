@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from ragfr.build.avx512_scan import ScanReport, load_allowlist, scan_file
 from ragfr.build.flavors import FlavorBuild, build_flavor, flavors
-from ragfr.build.pgcluster import REPO, Cluster, start_cluster
+from ragfr.build.pgcluster import REPO, Cluster, start_cluster, state_base
 from ragfr.errors import ConfigError, RagfrError
 
 
@@ -111,8 +111,7 @@ def _backend_cpu_s(conn: psycopg.Connection) -> float:
 def _open(name: str, rows: int, dims: int, queries: int) -> _Subject:
     build = build_flavor(name)
     report = scan_file(build.vector_so, load_allowlist(REPO / "images/ragdb/avx512-allowlist.txt"))
-    base = REPO / ".build" / "test-state"
-    base.mkdir(parents=True, exist_ok=True)
+    base = state_base()
     state = Path(tempfile.mkdtemp(prefix=f"bench-{name}-", dir=base))
     state.chmod(0o755)
     cluster = start_cluster(build.root, state / "pg")

@@ -6,6 +6,7 @@ state dirs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from dataclasses import dataclass
@@ -13,6 +14,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 PG_SH = REPO / "scripts" / "pg.sh"
+
+
+def state_base(owner: str = "postgres") -> Path:
+    """Folder for throwaway clusters' state: under .build when the server's OS user can reach it, else under
+    /var/tmp (a checkout below a private folder such as /root is not traversable by that user)."""
+    base = REPO / ".build" / "test-state"
+    base.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        probe = subprocess.run(["runuser", "-u", owner, "--", "test", "-x", str(base)], check=False)
+        if probe.returncode != 0:
+            base = Path("/var/tmp") / f"ragfr-test-state-{hashlib.sha256(str(REPO).encode()).hexdigest()[:12]}"
+            base.mkdir(parents=True, exist_ok=True)
+            base.chmod(0o755)
+    return base
 
 
 @dataclass

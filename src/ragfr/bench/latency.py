@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,10 +63,15 @@ def run_latency(dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int
     samples: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
     samples["owui native hybrid"] = []
     load_before = load_average()
-    with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn) as owui_conn:
+    with ExitStack() as stack:
+        # One connection per case, as one client with fixed settings: psycopg prepares a statement after 5
+        # executions and PostgreSQL then reuses its plan even when planner settings (the what-if's
+        # enable_sort, ef_search) have changed since, so cases sharing a connection would share plans.
         runners: list[tuple[str, Callable[[int], dict[str, Any]]]] = [
-            (c.name, _ragfr_runner(conn, c, queries, k)) for c in cases
+            (c.name, _ragfr_runner(stack.enter_context(psycopg.connect(dsn, autocommit=True)), c, queries, k))
+            for c in cases
         ]
+        owui_conn = stack.enter_context(psycopg.connect(dsn))
         runners.append(("owui native hybrid", _owui_runner(owui_conn, queries, k)))
         for i in tqdm(range(-min(WARMUP, len(queries)), len(queries)), desc="latency", unit="q", leave=False):
             for name, run in runners:

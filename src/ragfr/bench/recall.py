@@ -15,6 +15,7 @@ cheaper at some sizes and ef_search values); `plan_uses_hnsw` records, per ef_se
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,12 @@ def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) ->
     forced: dict[int, dict[str, list[float]]] = {ef: {"recall": [], "ms": []} for ef in ef_values}
     index: dict[int, dict[str, list[float]]] = {ef: {"recall": [], "ms": []} for ef in ef_values}
     load_before = load_average()
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with ExitStack() as stack:
+        conn = stack.enter_context(psycopg.connect(dsn, autocommit=True))
+        # One connection per (variant, ef_search), as one client with fixed settings: a statement psycopg
+        # has prepared keeps its plan in PostgreSQL even after the planner settings change.
+        clients = {(force, ef): stack.enter_context(psycopg.connect(dsn, autocommit=True))
+                   for force in (False, True) for ef in ef_values}
         index_used = _index_used(conn, queries)
         for i in tqdm(range(len(queries)), desc="recall", unit="q", leave=False):
             vec = literal(queries.vectors[i])
@@ -59,11 +65,12 @@ def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) ->
             for ef in ef_values:
                 config = SearchConfig(k=k, rerank=False, lexical=False, ef_search=ef)
                 for sink, force in ((arm, False), (forced, True)):
+                    client = clients[(force, ef)]
                     t = time.perf_counter()
-                    with conn.transaction():
+                    with client.transaction():
                         if force:
-                            conn.execute(FORCE_HNSW)
-                        result = hybrid.search(conn, queries.texts[i], collections=[COLLECTION],
+                            client.execute(FORCE_HNSW)
+                        result = hybrid.search(client, queries.texts[i], collections=[COLLECTION],
                                                query_vector=[float(x) for x in queries.vectors[i]], config=config)
                     sink[ef]["ms"].append((time.perf_counter() - t) * 1000)
                     sink[ef]["recall"].append(len(truth & {h.id for h in result.hits[:k]}) / k)

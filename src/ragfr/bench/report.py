@@ -105,12 +105,19 @@ def lexrank_table(sizes: dict[str, Any]) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
+    """Tables of the sections the run measured (`--skip` leaves some out)."""
     sizes = result["sizes"]
-    parts = ["### Latency (k = 10)", latency_table(sizes), "", arms_table(sizes), "",
-             "### Open WebUI legacy in-memory path (p50 ms per part)", legacy_table(sizes), "",
-             "### HNSW recall@10 vs exact search", recall_table(sizes), "",
-             "### Lexical ranking cost (same OR candidates)", lexrank_table(sizes)]
-    return "\n".join(parts) + "\n"
+    measured = {key for s in sizes.values() for key in s}
+    parts: list[str] = []
+    if "latency" in measured:
+        parts += ["### Latency (k = 10)", latency_table(sizes), "", arms_table(sizes), ""]
+    if "legacy" in measured:
+        parts += ["### Open WebUI legacy in-memory path (p50 ms per part)", legacy_table(sizes), ""]
+    if "recall" in measured:
+        parts += ["### HNSW recall@10 vs exact search", recall_table(sizes), ""]
+    if "lexrank" in measured:
+        parts += ["### Lexical ranking cost (same OR candidates)", lexrank_table(sizes), ""]
+    return "\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -90,6 +90,8 @@ def test_broad_arm_cannot_starve_the_narrow_one(conn) -> None:  # type: ignore[n
     rows = [(f"lex{i:02d}", at_cosine(0.05, rng), "kb", "franchise sinistre franchise " * (1 + i % 3), {})
             for i in range(60)]
     rows.append(("meaning", at_cosine(0.99, rng), "kb", "montant restant à la charge de l'assuré", {}))
+    # Unrelated chunks make the query words rare (high idf), so BM25 scores run to several units.
+    rows += [(f"other{i:03d}", at_cosine(0.0, rng), "kb", "garantie vol incendie", {}) for i in range(500)]
     insert(conn, rows)
     result = search(conn, "franchise sinistre", collections=["kb"], query_vector=Q,
                     config=SearchConfig(k=5, lexical_depth=50, semantic_depth=50, similarity_floor=0.5))
@@ -101,7 +103,7 @@ def test_broad_arm_cannot_starve_the_narrow_one(conn) -> None:  # type: ignore[n
     # Naive fusion by raw score sum: BM25 scores (several units) bury a cosine (< 1).
     scores: dict[str, float] = {}
     for h in search(conn, "franchise sinistre", collections=["kb"], query_vector=Q,
-                    config=SearchConfig(k=61, lexical_depth=60, semantic_depth=61)).hits:
+                    config=SearchConfig(k=100, lexical_depth=60, semantic_depth=100)).hits:
         scores[h.id] = (h.lexical_score or 0) + (h.semantic_score or 0)
     naive_top5 = sorted(scores, key=lambda i: -scores[i])[:5]
     assert "meaning" not in naive_top5

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -54,6 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_dsn(m)
     _add_migrate_args(m)
+    m.add_argument("--nice", type=int, default=10, metavar="N",
+                   help="lower this process's CPU priority by N (default 10) so that live searches sharing the "
+                   "machine keep their latency; 0 keeps the normal priority")
     _add_k8s_target(m, "after the switch, point this release's Open WebUI at the new model and restart it")
     m.set_defaults(func=run_migrate)
 
@@ -155,6 +159,9 @@ def run_migrate(args: argparse.Namespace) -> int:
         from ragfr.embmigrate.k8s.openwebui import owui_model
 
         owui_model(args.to)  # a target Open WebUI cannot use is refused before anything changes
+    if args.nice:
+        # The embedder (in this process when the model is local) is what competes with searches for CPU.
+        os.nice(max(0, min(args.nice, 19)))
     hook = _space_hook(args)
     return migrate(opts, _say, on_switch=hook)
 

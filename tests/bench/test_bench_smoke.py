@@ -111,7 +111,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     assert result["command"].startswith("python -m ragfr.bench --dsn $DSN --sizes 1000")
     size = result["sizes"]["1000"]
     cases = size["latency"]["cases"]
-    assert len(cases) == 9
+    assert len(cases) == 8
     for name, case in cases.items():
         lat = case["latency_ms"]
         assert lat["n"] == 12 and 0 < lat["min"] <= lat["p50"] <= lat["p95"] <= lat["max"], name

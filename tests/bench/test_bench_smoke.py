@@ -63,8 +63,9 @@ def test_vector_geometries(piaf) -> None:  # type: ignore[no-untyped-def]
 def test_bad_sizes_are_refused() -> None:
     with pytest.raises(ConfigError, match="multiple of 1000"):
         CorpusSpec(rows=1500)
-    with pytest.raises(SystemExit):
-        bench_main.parser().parse_args(["--sizes", "ten"])
+    for bad in ("ten", "1500", "0"):
+        with pytest.raises(SystemExit):
+            bench_main.parser().parse_args(["--sizes", bad])
 
 
 def test_cache_reuses_a_finished_load_and_redoes_an_interrupted_one(pg_dsn: str, piaf) -> None:  # type: ignore[no-untyped-def]
@@ -136,6 +137,12 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
         assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (size["database"],)).fetchone() is None
     printed = capsys.readouterr().out
     assert printed == report.markdown(result) and "ragfr hybrid (no rerank)" in printed
+
+
+def test_unreachable_database_is_one_line_without_password(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_main.main(["--dsn", "postgresql://bench:s3cret@127.0.0.1:1/x", "--sizes", "1000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ragfr bench: database error") and "\n" not in err and "s3cret" not in err
 
 
 def test_missing_dsn_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,8 @@ from ragfr.bench import explain, latency, lexrank, recall, report, store
 from ragfr.bench.corpus import CorpusSpec, Geometry, read_piaf
 from ragfr.bench.queries import NOISE, QuerySet, make_queries
 from ragfr.bench.stats import load_average, machine
-from ragfr.errors import ConfigError, RagfrError
+from ragfr.db.connect import redact
+from ragfr.errors import ConfigError, DatabaseError, RagfrError
 from ragfr.retrieval.config import SearchConfig
 
 DEFAULT_PIAF = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "piaf" / "piaf-v1.1.json"
@@ -46,13 +47,20 @@ def _ints(text: str) -> list[int]:
     return values
 
 
+def _sizes(text: str) -> list[int]:
+    values = _ints(text)
+    if any(v % 1000 for v in values):
+        raise argparse.ArgumentTypeError(f"sizes must be multiples of 1000 (exact 0.1 % class), got {text!r}")
+    return values
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ragfr.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dsn", default=os.environ.get("DATABASE_URL"),
                    help="superuser DSN of the cluster (`scripts/pg.sh start` prints one); benchmark databases "
                         "named ragfr_bench_* are created there (default: $DATABASE_URL)")
-    p.add_argument("--sizes", type=_ints, default=[10_000, 100_000],
+    p.add_argument("--sizes", type=_sizes, default=[10_000, 100_000],
                    help="corpus sizes in chunks, multiples of 1000 (default: 10000,100000)")
     p.add_argument("--dims", type=int, default=1024, help="vector dimension (default: 1024, bge-m3's)")
     p.add_argument("--geometry", choices=[g.value for g in Geometry], default=Geometry.UNIFORM.value,
@@ -169,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     except RagfrError as exc:
         print(f"ragfr bench: {exc}", file=sys.stderr)
         return exc.exit_code
+    except psycopg.Error as exc:
+        message = (str(exc).strip().splitlines() or ["unknown error"])[0]
+        print(f"ragfr bench: database error ({redact(args.dsn)}): {message}", file=sys.stderr)
+        return DatabaseError.exit_code
     text = json.dumps(result, indent=1, ensure_ascii=False)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ that no row has.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import sql
@@ -45,7 +45,6 @@ class Filters:
     collections: tuple[str, ...] = ()
     conditions: tuple[Condition, ...] = ()
     embedding_model: str | None = None  # rows embedded by another model are never candidates
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if not self.collections:
@@ -53,10 +52,6 @@ class Filters:
         for name in self.collections:
             if not name or "\x00" in name:
                 raise ConfigError(f"invalid collection name {name!r}")
-
-    @property
-    def restricts_beyond_collection(self) -> bool:
-        return bool(self.conditions)
 
     def predicate(self, alias: str = "d") -> tuple[sql.Composed, list[Any]]:
         """`(WHERE-clause body, parameters)` with positional %s placeholders."""

@@ -105,11 +105,17 @@ def test_bm25_scores_equal_a_reference_computation(kb) -> None:  # type: ignore[
                 score += idf * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(lexemes) / avgdl))
         if score:
             expected[doc_id] = score
-    result = search(conn, q, collections=["contrat"], config=NO_RERANK.with_(semantic=False, k=10))
-    got = {h.id: h.lexical_score for h in result.hits}
-    assert got.keys() == expected.keys()
-    for doc_id, score in expected.items():
-        assert got[doc_id] == pytest.approx(score, rel=1e-9)
+    # Both strategies of the arm: postings (no metadata condition) and filter-first (a condition every
+    # chunk passes, so the candidate set is the same).
+    everything = [parse_condition("produit=habitation|auto")]
+    for conditions, strategy in (([], "bm25"), (everything, "bm25-filter-first")):
+        result = search(conn, q, collections=["contrat"], conditions=conditions,
+                        config=NO_RERANK.with_(semantic=False, k=10))
+        assert result.arms["lexical"].strategy == strategy
+        got = {h.id: h.lexical_score for h in result.hits}
+        assert got.keys() == expected.keys()
+        for doc_id, score in expected.items():
+            assert got[doc_id] == pytest.approx(score, rel=1e-9)
 
 
 def test_bm25_statistics_stay_exact_under_stock_writes(migrated_db) -> None:  # type: ignore[no-untyped-def]
@@ -121,7 +127,7 @@ def test_bm25_statistics_stay_exact_under_stock_writes(migrated_db) -> None:  # 
             return " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
 
         for step in range(60):
-            op = rng.choice(["insert", "insert", "upsert", "move", "delete", "truncate" if step == 30 else "insert"])
+            op = rng.choice(["insert", "insert", "upsert", "move", "meta", "delete", "truncate" if step == 30 else "insert"])
             i = f"id{rng.randint(0, 25)}"
             c = rng.choice(["a", "b"])
             if op == "insert":
@@ -131,6 +137,8 @@ def test_bm25_statistics_stay_exact_under_stock_writes(migrated_db) -> None:  # 
                 conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text) VALUES (%s, '[0,1,0]', %s, %s)"
                              " ON CONFLICT (id) DO UPDATE SET vector = EXCLUDED.vector, collection_name ="
                              " EXCLUDED.collection_name, text = EXCLUDED.text", (i, c, text()))
+            elif op == "meta":  # no text change: postings must not churn, and must stay right
+                conn.execute("UPDATE document_chunk SET vmetadata = '{\"x\": 1}' WHERE id = %s", (i,))
             elif op == "move":
                 conn.execute("UPDATE document_chunk SET collection_name = %s WHERE id = %s", (c, i))
             elif op == "delete":
@@ -145,6 +153,10 @@ def test_bm25_statistics_stay_exact_under_stock_writes(migrated_db) -> None:  # 
             recount_c = set(conn.execute(
                 "SELECT collection_name, count(*), sum(fts_len) FROM document_chunk GROUP BY 1").fetchall())
             assert coll == recount_c, f"collection stats drifted after {op}"
+            postings = set(conn.execute("SELECT collection_name, lexeme, chunk_id, tf, fts_len FROM ragfr_postings").fetchall())
+            recount_p = set(conn.execute(
+                "SELECT collection_name, u.lexeme, id, cardinality(u.positions), fts_len FROM document_chunk, unnest(fts) u").fetchall())
+            assert postings == recount_p, f"postings drifted after {op}"
 
 
 def test_same_query_twenty_times_same_ids_and_order_including_ties(migrated_db) -> None:  # type: ignore[no-untyped-def]

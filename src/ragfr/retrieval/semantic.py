@@ -6,7 +6,8 @@ filter returns about 10% of LIMIT. We set, per transaction and logged with the r
   hnsw.iterative_scan  strict_order (keep walking until LIMIT rows pass, in exact distance order),
   hnsw.max_scan_tuples the budget; if it runs out first the arm reports underfill with counts.
 When few rows pass the filters (at most `exact_threshold`), they are scored exactly instead: the filter
-runs first and every passing row is ranked (a MATERIALIZED CTE keeps the planner off the index).
+runs first (one scan that also counts them) and every passing row is ranked by primary key. Without
+metadata conditions the collections' row count (kept by the BM25 triggers) decides, with no scan at all.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
 from ragfr.retrieval.types import ArmReport
 
-_COUNT_PASSING = "SELECT count(*) FROM (SELECT 1 FROM document_chunk d WHERE {predicate} LIMIT %s) s"
+_PASSING_IDS = "SELECT d.id FROM document_chunk d WHERE {predicate} LIMIT %s"
+_EXACT_BY_ID = """
+SELECT id, vector <=> %s::vector AS distance FROM document_chunk
+ WHERE id = ANY(%s) AND vector IS NOT NULL
+ ORDER BY distance, id LIMIT %s
+"""
 _EXACT = """
 WITH passing AS MATERIALIZED (SELECT d.id, d.vector FROM document_chunk d WHERE {predicate})
 SELECT id, vector <=> %s::vector AS distance FROM passing WHERE vector IS NOT NULL
@@ -64,12 +70,24 @@ def nearest(
     predicate, pparams = filters.predicate("d")
     literal = vector_literal(vector)
     threshold = max(config.exact_threshold, depth)
-    passing = conn.execute(sql.SQL(_COUNT_PASSING).format(predicate=predicate), [*pparams, threshold + 1]).fetchone()
-    assert passing is not None
-    if passing[0] <= threshold:
-        report.strategy, report.passing = "exact", int(passing[0])
+    rows: list[Any] = []
+    if not filters.conditions and searched > threshold:
+        # The collections alone hold more rows than the threshold (rows without a vector count too, so a
+        # collection of mostly unembedded rows could report an underfill that is really a shortage).
+        small = False
+    elif not filters.conditions:
+        small = True
+        report.strategy = "exact"
         rows = conn.execute(sql.SQL(_EXACT).format(predicate=predicate), [*pparams, literal, depth]).fetchall()
+        report.passing = len(rows) if len(rows) < depth else None
     else:
+        ids = [r[0] for r in conn.execute(
+            sql.SQL(_PASSING_IDS).format(predicate=predicate), [*pparams, threshold + 1]).fetchall()]
+        small = len(ids) <= threshold
+        if small:
+            report.strategy, report.passing = "exact", len(ids)
+            rows = conn.execute(_EXACT_BY_ID, [literal, ids, depth]).fetchall()
+    if not small:
         report.strategy = "hnsw"
         # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
         # reading every passing row and sorting them (62-68 ms vs 10 ms at 10k chunks, docs/benchmarks.md).

@@ -9,7 +9,9 @@
 # Env: RAGFR_PG_STATE (state dir, default .state/pg), RAGFR_PGROOT (default .build/pgroot),
 #      RAGFR_PG_USER (OS user running the server when invoked as root; default postgres),
 #      RAGFR_PG_EXEC_PREFIX (command the postmaster is started under, e.g. "qemu-x86_64 -cpu Skylake-Client":
-#      then `postgres` is started directly, because pg_ctl would exec it natively; initdb stays native).
+#      then `postgres` is started directly, because pg_ctl would exec it natively; initdb stays native),
+#      RAGFR_PG_SHARED_BUFFERS (shared_buffers for this start, e.g. 1GB; default: the 256MB written at initdb.
+#      A running cluster keeps its value: stop it first).
 #
 # The server listens on 127.0.0.1 only, on a free port picked at each start (written to STATE/port), plus a
 # unix socket in STATE/sock. Auth is scram-sha-256 for the `postgres` role with a generated password kept in
@@ -93,13 +95,15 @@ CONF
 
 launch() {
   local port="$1"
+  local -a opts=(-p "$port")
+  [[ -z "${RAGFR_PG_SHARED_BUFFERS:-}" ]] || opts+=(-c "shared_buffers=$RAGFR_PG_SHARED_BUFFERS")
   if [[ -z "${RAGFR_PG_EXEC_PREFIX:-}" ]]; then
-    as_owner "$BIN/pg_ctl" -D "$DATA" -l "$STATE/server.log" -w -t 60 -o "-p $port" start >/dev/null
+    as_owner "$BIN/pg_ctl" -D "$DATA" -l "$STATE/server.log" -w -t 60 -o "${opts[*]}" start >/dev/null
     return
   fi
   local -a prefix
   read -r -a prefix <<<"$RAGFR_PG_EXEC_PREFIX"
-  as_owner setsid "${prefix[@]}" "$BIN/postgres" -D "$DATA" -p "$port" >>"$STATE/server.log" 2>&1 </dev/null &
+  as_owner setsid "${prefix[@]}" "$BIN/postgres" -D "$DATA" "${opts[@]}" >>"$STATE/server.log" 2>&1 </dev/null &
   local pid=$! waited=0
   # Emulated start-up is slow; wait for connections, not just for the pid file.
   until as_owner "$BIN/pg_isready" -q -h "$SOCK" -p "$port"; do
@@ -112,6 +116,8 @@ launch() {
 start() {
   if running; then
     echo "pg.sh: reusing running cluster in $STATE" >&2
+    [[ -z "${RAGFR_PG_SHARED_BUFFERS:-}" ]] ||
+      echo "pg.sh: RAGFR_PG_SHARED_BUFFERS ignored: a running cluster keeps its shared_buffers (stop it first)" >&2
     echo "DATABASE_URL=$(url "${1:-postgres}")"
     return 0
   fi

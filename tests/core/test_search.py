@@ -159,6 +159,32 @@ def test_bm25_statistics_stay_exact_under_stock_writes(migrated_db) -> None:  # 
             assert postings == recount_p, f"postings drifted after {op}"
 
 
+def test_updates_that_keep_the_text_do_not_lock_the_bm25_statistics(migrated_db) -> None:  # type: ignore[no-untyped-def]
+    """An embedding backfill (vector only) or a metadata edit must not hold the term-statistics rows of the
+    chunk's lexemes until it commits, or every concurrent upload sharing a term queues behind it
+    (migrations/0007). A text change still must."""
+    dsn = migrated_db(dims=3, model="ollama:test")
+    with psycopg.connect(dsn, autocommit=True) as writer, psycopg.connect(dsn, autocommit=True) as other:
+        writer.execute("INSERT INTO document_chunk (id, vector, collection_name, text) VALUES"
+                       " ('a', '[1,0,0]', 'c', 'sinistre déclaré à l''assureur')")
+        # Every statistics row of the chunk as first written; the text change drops one of them.
+        lock_probe = "SELECT lexeme FROM ragfr_term_stats ORDER BY lexeme FOR UPDATE NOWAIT"
+        lexemes = other.execute(lock_probe).fetchall()
+        for change in ("vector = '[0,1,0]'", "vmetadata = '{\"x\": 1}'", "text = 'sinistre et franchise'"):
+            with writer.transaction():
+                writer.execute(f"UPDATE document_chunk SET {change} WHERE id = 'a'")  # noqa: S608 - constants
+                if change.startswith("text"):
+                    with pytest.raises(psycopg.errors.LockNotAvailable):
+                        other.execute(lock_probe)
+                else:
+                    assert other.execute(lock_probe).fetchall() == lexemes, f"UPDATE SET {change} locked the stats"
+        df = dict(writer.execute("SELECT lexeme, df FROM ragfr_term_stats").fetchall())
+        assert df == {"sinistr": 1, "et": 1, "franchis": 1}  # stop words are dropped on the query side only
+        assert writer.execute("SELECT n_docs, total_len FROM ragfr_collection_stats").fetchall() == [(1, 3)]
+        options = writer.execute("SELECT reloptions FROM pg_class WHERE relname = 'ragfr_postings'").fetchone()
+        assert options is not None and "autovacuum_vacuum_insert_scale_factor=0.01" in options[0]
+
+
 def test_same_query_twenty_times_same_ids_and_order_including_ties(migrated_db) -> None:  # type: ignore[no-untyped-def]
     # Four chunks each found by exactly one arm at rank 1 or 2 -> pairwise tied RRF scores; only the id
     # tie-break orders them.

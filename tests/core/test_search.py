@@ -172,7 +172,7 @@ def test_updates_that_keep_the_text_do_not_lock_the_bm25_statistics(migrated_db)
         lexemes = other.execute(lock_probe).fetchall()
         for change in ("vector = '[0,1,0]'", "vmetadata = '{\"x\": 1}'", "text = 'sinistre et franchise'"):
             with writer.transaction():
-                writer.execute(f"UPDATE document_chunk SET {change} WHERE id = 'a'")  # noqa: S608 - constants
+                writer.execute(f"UPDATE document_chunk SET {change} WHERE id = 'a'")
                 if change.startswith("text"):
                     with pytest.raises(psycopg.errors.LockNotAvailable):
                         other.execute(lock_probe)

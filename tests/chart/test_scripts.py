@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from tests.chart.chartsupport import CHART, REPO
+from tests.standins import tiny_cross_encoder
 
 FILES = CHART / "files"
 VENV_BIN = Path(sys.executable).parent
@@ -165,20 +166,11 @@ def _tiny_cross_encoder_cache(cache: Path, repo: str) -> None:
     STAND-IN: no cross-encoder weights are available offline here; the test is about the cache LAYOUT the
     air-gapped runbook tells operators to provide and the init script's offline load, not about scores.
     """
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
     commit = "0" * 40
     root = cache / f"models--{repo.replace('/', '--')}"
-    snapshot = root / "snapshots" / commit
-    snapshot.mkdir(parents=True)
-    (root / "refs").mkdir()
+    (root / "refs").mkdir(parents=True)
     (root / "refs" / "main").write_text(commit)
-    vocab = snapshot / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ecole", "publique"]) + "\n")
-    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(snapshot)
-    config = BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-                        intermediate_size=8, num_labels=1)
-    BertForSequenceClassification(config).save_pretrained(snapshot)
+    tiny_cross_encoder(root / "snapshots" / commit, words=("ecole", "publique"))
 
 
 def test_reranker_cache_accepts_a_pre_filled_cache_offline(tmp_path: Path) -> None:

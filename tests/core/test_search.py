@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from tests.core.geometry import insert
+from tests.standins import tiny_cross_encoder
 
 from ragfr.analysis.french import analyze, query_terms
 from ragfr.ask import answer
@@ -341,23 +342,9 @@ def test_unloadable_reranker_is_a_startup_error(tmp_path: Path) -> None:
         load_reranker(str(tmp_path / "no-such-model"))
 
 
-def _tiny_cross_encoder(path: Path) -> None:
-    """STAND-IN: a randomly initialised 1-layer BERT cross-encoder (no real weights exist offline). It
-    tests the plumbing (top-N in, rerank_keep out, scores attached, order by score then id), not quality."""
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    path.mkdir(parents=True)
-    vocab = path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "sinistre", "franchise"]) + "\n")
-    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(path)
-    BertForSequenceClassification(BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-                                             intermediate_size=8, num_labels=1)).save_pretrained(path)
-
-
 def test_rerank_keeps_three_of_the_top_ten(kb, e5, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _, conn = kb
-    _tiny_cross_encoder(tmp_path / "ce")
-    reranker = load_reranker(str(tmp_path / "ce"))
+    reranker = load_reranker(str(tiny_cross_encoder(tmp_path / "ce")))  # STAND-IN weights: plumbing only
     fused = search(conn, "sinistre franchise", collections=["contrat"], embedder=e5, config=SearchConfig(k=10, rerank=False))
     result = search(conn, "sinistre franchise", collections=["contrat"], embedder=e5, reranker=reranker,
                     config=SearchConfig(rerank_top_n=10, rerank_keep=3))

@@ -4,10 +4,13 @@ docs/retrieval-quality.md; it needs the golden collection and takes minutes)."""
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 
 from tests.conftest import REPO
+from tests.standins import tiny_cross_encoder
 
-from ragfr.eval.gate_calibration import Scored, best_threshold, operating_point, report
+from ragfr.eval.gate_calibration import Scored, best_threshold, main, operating_point, report
 from ragfr.retrieval.gate import rrf_thresholds
 
 
@@ -37,3 +40,39 @@ def test_unanswerable_set_is_well_formed() -> None:
     rows = [json.loads(line) for line in (REPO / "eval" / "gate" / "unanswerable.jsonl").read_text().splitlines()]
     assert len(rows) == 40 and len({r["_id"] for r in rows}) == 40
     assert {r["kind"] for r in rows} == {"off-domain", "near-domain"}
+
+
+def test_cross_encoder_scales_are_calibrated_at_one_operating_point() -> None:
+    scored = [Scored("a", True, 0.03, None, 2.0), Scored("b", True, 0.03, None, 0.5),
+              Scored("c", False, 0.02, None, -3.0), Scored("d", False, 0.02, None, 1.0)]
+    out = report(scored)
+    logit, sig = out["cross_encoder_logit"]["best"], out["cross_encoder_sigmoid"]["best"]
+    # 0.5 answers 2/2 and refuses 1/2, 2.0 answers 1/2 and refuses 2/2: equal Youden, the refusing one wins.
+    assert logit == {"threshold": 2.0, "answered": 0.5, "refused": 1.0}
+    assert (sig["answered"], sig["refused"]) == (logit["answered"], logit["refused"])
+    assert sig["threshold"] == 1 / (1 + math.exp(-logit["threshold"]))
+    assert out["settings"] == {"RAG_RELEVANCE_THRESHOLD": round(sig["threshold"], 6),
+                               "RAGFR_GATE_CE_EVIDENCE": logit["threshold"]}
+    assert "settings" not in report([_s(1, True, 0.03)])  # no reranker ran: nothing to set
+
+
+def test_calibration_run_with_a_reranker_end_to_end(migrated_db, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The whole run on the golden set in our PostgreSQL, reranked by a STAND-IN cross-encoder (random
+    weights: tests/standins.py). It checks the plumbing (every question reranked, the printed settings
+    consistent with the scores), never the values, which only the real model gives."""
+    dsn = migrated_db(dims=384, model="local:multilingual-e5-small")
+    model = tiny_cross_encoder(tmp_path / "ce")
+    assert main(["--dsn", dsn, "--reranker", str(model), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # Random weights reorder the top 3, so fewer golden questions count as answerable than with RRF alone.
+    assert out["unanswerable"] == 40 and out["answerable"] > 0
+    assert all(s["rerank"] is not None for s in out["scores"])
+    best = out["cross_encoder_logit"]["best"]
+    assert operating_point([Scored(**s) for s in out["scores"]], best["threshold"], "rerank").__dict__ == best
+    assert out["settings"]["RAG_RELEVANCE_THRESHOLD"] == round(1 / (1 + math.exp(-best["threshold"])), 6)
+
+
+def test_unloadable_reranker_is_a_one_line_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--dsn", "postgresql://unused", "--reranker", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gate_calibration: reranker") and "\n" not in err

@@ -1,0 +1,23 @@
+"""STAND-IN cross-encoder weights: no cross-encoder/reranker weights are available offline on our build
+machines (../shared/ENGINEERING-NOTES.md), so tests that exercise reranking PLUMBING (loading, top-N in,
+keep-N out, scores attached, calibration arithmetic, cache layout) use a tiny randomly initialised BERT
+cross-encoder. Its scores mean nothing: no test may read quality into them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def tiny_cross_encoder(path: Path, words: tuple[str, ...] = ("sinistre", "franchise")) -> Path:
+    """Save a 1-layer, 8-wide BERT sequence classifier (one logit) and its tokenizer to `path`."""
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    path.mkdir(parents=True)
+    vocab = path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(path)
+    config = BertConfig(vocab_size=5 + len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                        intermediate_size=8, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(path)
+    return path

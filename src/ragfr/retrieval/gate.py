@@ -19,8 +19,9 @@ Scales
         value Open WebUI's RAG_RELEVANCE_THRESHOLD filters on). Defaults: evidence 0.0 (sigmoid 0.5),
         noise floor -4.0 (sigmoid 0.018). These come from the model's training objective (binary
         relevance, logit 0 = undecided), not from a calibration run on our data: no cross-encoder
-        weights are available offline on our build machines. Recalibrate with `ragfr eval` in the
-        cluster and set RAGFR_GATE_CE_EVIDENCE / RAGFR_GATE_CE_NOISE (docs/retrieval-quality.md).
+        weights are available offline on our build machines. Calibrate with
+        `python -m ragfr.eval.gate_calibration --reranker MODEL` where the model is, and set
+        RAGFR_GATE_CE_EVIDENCE (docs/runbooks/calibrate-relevance-threshold.md).
 """
 
 from __future__ import annotations

@@ -131,5 +131,5 @@ def test_switch_repoints_open_webui_once_recorded_fake_api(chart_objects: list[d
 
 def test_a_model_open_webui_cannot_use_is_refused_before_any_call() -> None:
     with pytest.raises(ConfigError, match="cannot use local:multilingual-e5-small"):
-        run(JobRequest(NS, RELEASE, "local:multilingual-e5-small"), dry_run=True, wait=False, timeout=1,
+        run(JobRequest(namespace=NS, release=RELEASE, to="local:multilingual-e5-small"), dry_run=True, wait=False, timeout=1,
             say=print, out=print, api=object())

@@ -124,18 +124,7 @@ def _say(message: str) -> None:
 def _options(args: argparse.Namespace, dsn: str) -> Any:
     from ragfr.embmigrate.runner import MigrateOptions
 
-    return MigrateOptions(
-        dsn=dsn,
-        to=args.to,
-        dims=args.dims,
-        batch=args.batch,
-        no_switch=args.no_switch,
-        min_recall=args.min_recall,
-        recall_sample=args.recall_sample,
-        ef_search=args.ef_search,
-        maintenance_work_mem=args.maintenance_work_mem,
-        progress=not args.no_progress,
-    )
+    return MigrateOptions.from_args(args, dsn=dsn, progress=not args.no_progress)
 
 
 def _space_hook(args: argparse.Namespace) -> Any:
@@ -228,16 +217,5 @@ def run_finalize(args: argparse.Namespace) -> int:
 def run_k8s(args: argparse.Namespace) -> int:
     from ragfr.embmigrate.k8s.orchestrate import JobRequest, run
 
-    request = JobRequest(
-        namespace=args.namespace,
-        release=args.release,
-        to=args.to,
-        dims=args.dims,
-        batch=args.batch,
-        no_switch=args.no_switch,
-        min_recall=args.min_recall,
-        recall_sample=args.recall_sample,
-        ef_search=args.ef_search,
-        maintenance_work_mem=args.maintenance_work_mem,
-    )
+    request = JobRequest.from_args(args, namespace=args.namespace, release=args.release)
     return run(request, dry_run=args.dry_run, wait=not args.no_wait, timeout=args.timeout, say=_say, out=print)

@@ -20,6 +20,7 @@ from ragfr.embmigrate import backfill, catalog, ddl, indexing, lock, names, stat
 from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
+from ragfr.embmigrate.settings import MigrationSettings
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 
 log = logging.getLogger(__name__)
@@ -32,17 +33,9 @@ HNSW_MAX_DIMS = 2000  # pgvector 0.8: HNSW/IVFFlat index `vector` columns of at 
 PROBE_TEXT = "Ceci est une phrase de contrôle pour mesurer la dimension du modèle."
 
 
-@dataclass(frozen=True)
-class MigrateOptions:
+@dataclass(frozen=True, kw_only=True)
+class MigrateOptions(MigrationSettings):
     dsn: str
-    to: str
-    dims: int | None = None
-    batch: int = 64
-    no_switch: bool = False
-    min_recall: float = 0.9
-    recall_sample: int = 100
-    ef_search: int = 40
-    maintenance_work_mem: str = "256MB"
     progress: bool = True
 
 

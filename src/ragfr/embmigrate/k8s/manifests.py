@@ -13,24 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragfr.embmigrate.k8s.openwebui import Release
+from ragfr.embmigrate.settings import MigrationSettings
 from ragfr.errors import ConfigError
 
 SCHEMA_CONTAINER = "wait-for-schema"
 NETWORK_LABELS = {"ragfr.io/db-client": "true", "ragfr.io/ollama-client": "true"}
 
 
-@dataclass(frozen=True)
-class JobRequest:
+@dataclass(frozen=True, kw_only=True)
+class JobRequest(MigrationSettings):
     namespace: str
     release: str
-    to: str
-    dims: int | None = None
-    batch: int = 64
-    no_switch: bool = False
-    min_recall: float = 0.9
-    recall_sample: int = 100
-    ef_search: int = 40
-    maintenance_work_mem: str = "256MB"
 
     @property
     def target(self) -> Release:
@@ -48,15 +41,8 @@ class JobRequest:
 
 
 def migrate_args(req: JobRequest) -> list[str]:
-    args = ["embeddings", "migrate", "--dsn", "$(DATABASE_URL)", "--to", req.to, "--batch", str(req.batch),
-            "--min-recall", str(req.min_recall), "--recall-sample", str(req.recall_sample),
-            "--ef-search", str(req.ef_search), "--maintenance-work-mem", req.maintenance_work_mem,
+    return ["embeddings", "migrate", "--dsn", "$(DATABASE_URL)", *req.cli_args(),
             "--k8s-release", req.release, "--k8s-namespace", req.namespace]
-    if req.dims is not None:
-        args += ["--dims", str(req.dims)]
-    if req.no_switch:
-        args.append("--no-switch")
-    return args
 
 
 def schema_container(deployment: dict[str, Any]) -> dict[str, Any]:

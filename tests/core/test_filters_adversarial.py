@@ -138,3 +138,17 @@ def test_filters_apply_in_the_lexical_arm_too(conn) -> None:  # type: ignore[no-
                     query_vector=Q, config=SearchConfig(k=5))
     assert [h.id for h in result.hits] == ["hab1"]
     assert result.hits[0].lexical_rank == 1 and result.hits[0].semantic_rank == 1
+
+
+def test_planner_setting_does_not_outlive_the_vector_arm(migrated_db) -> None:  # type: ignore[no-untyped-def]
+    """The HNSW strategy turns sorts off for its one statement; a caller inside its own transaction (Open
+    WebUI's sessions are) must get its planner back for the rest of that transaction."""
+    dsn = migrated_db()
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        rng = random.Random(3)
+        insert(setup, [(f"r{i:03d}", at_cosine(0.5, rng), "c", "texte", {}) for i in range(50)])
+    with psycopg.connect(dsn) as caller:
+        caller.execute("SELECT 1")  # the caller's transaction is open: search runs in savepoints inside it
+        result = search(caller, "texte", collections=["c"], query_vector=Q, config=HNSW_ONLY.with_(exact_threshold=1))
+        assert result.arms["semantic"].strategy == "hnsw" and len(result.hits) == HNSW_ONLY.k
+        assert caller.execute("SELECT current_setting('enable_sort')").fetchone() == ("on",)

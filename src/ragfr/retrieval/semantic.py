@@ -50,13 +50,12 @@ def vector_literal(vector: list[float]) -> str:
 
 
 def apply_settings(conn: psycopg.Connection[Any], config: SearchConfig) -> dict[str, Any]:
-    """SET LOCAL the HNSW settings (the caller holds a transaction) and return them as applied."""
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(config.ef_search),))
-    conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-    conn.execute("SELECT set_config('hnsw.max_scan_tuples', %s, true)", (str(config.max_scan_tuples),))
+    """SET LOCAL the HNSW settings (the caller holds a transaction) and return them as applied (set_config
+    returns the value now in force), in one round trip."""
     row = conn.execute(
-        "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'),"
-        " current_setting('hnsw.max_scan_tuples')"
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true),"
+        " set_config('hnsw.max_scan_tuples', %s, true)",
+        (str(config.ef_search), str(config.max_scan_tuples)),
     ).fetchone()
     assert row is not None
     return {"ef_search": int(row[0]), "iterative_scan": row[1], "max_scan_tuples": int(row[2])}
@@ -92,8 +91,9 @@ def nearest(
         # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
         # reading every passing row and sorting them (62-68 ms vs 10 ms at 10k chunks, docs/benchmarks.md).
         # Not prepared, so no cached plan outlives this setting.
-        previous = conn.execute("SELECT current_setting('enable_sort')").fetchone()
-        conn.execute("SELECT set_config('enable_sort', 'off', true)")
+        previous = conn.execute(
+            "SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)"
+        ).fetchone()
         rows = conn.execute(
             sql.SQL(_HNSW).format(predicate=predicate), [literal, *pparams, literal, depth], prepare=False
         ).fetchall()

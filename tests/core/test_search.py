@@ -364,3 +364,36 @@ def test_errors_never_poison_the_connection(kb, e5) -> None:  # type: ignore[no-
     with pytest.raises(RagfrError, match="ragfr migrate"):
         search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK)
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def _same_ranking(a, b) -> None:  # type: ignore[no-untyped-def]
+    assert [(h.id, h.rrf_score, h.lexical_rank, h.semantic_rank, h.lexical_score, h.semantic_score) for h in a.hits] \
+        == [(h.id, h.rrf_score, h.lexical_rank, h.semantic_rank, h.lexical_score, h.semantic_score) for h in b.hits]
+    assert (a.underfilled, a.settings) == (b.underfilled, b.settings)
+
+
+def test_lexical_arm_on_a_second_connection_ranks_the_same(kb, e5) -> None:  # type: ignore[no-untyped-def]
+    dsn, conn = kb
+    with psycopg.connect(dsn, autocommit=True) as second:
+        for query, conditions in (("Comment déclarer un sinistre ?", []),
+                                  ("franchise dommage", [parse_condition("produit=habitation")])):
+            one = search(conn, query, collections=["contrat"], conditions=conditions, embedder=e5, config=NO_RERANK)
+            two = search(conn, query, collections=["contrat"], conditions=conditions, embedder=e5, config=NO_RERANK,
+                         lexical_conn=second)
+            _same_ranking(one, two)
+            assert two.hits and {"lexical", "semantic"} <= two.timings_ms.keys()
+        # A lexical-only search has nothing to overlap with: it stays on the main connection.
+        assert search(conn, "vol", collections=["contrat"], config=NO_RERANK.with_(semantic=False),
+                      lexical_conn=second).hits
+
+
+def test_lexical_connection_failure_is_clean_on_both_connections(kb, e5, pg_dsn) -> None:  # type: ignore[no-untyped-def]
+    """The second connection really carries the lexical arm: pointed at a database without ragfr's tables,
+    the search fails with a one-line error, and both connections stay usable."""
+    dsn, conn = kb
+    with psycopg.connect(pg_dsn, autocommit=True) as elsewhere:
+        with pytest.raises(RagfrError, match="ragfr_collection_stats|ragfr_postings"):
+            search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK, lexical_conn=elsewhere)
+        assert elsewhere.execute("SELECT 1").fetchone() == (1,)
+    assert search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK).hits
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE

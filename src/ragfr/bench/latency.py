@@ -1,8 +1,11 @@
 """Query latency of ragfr's retrieval core and of stock Open WebUI's retrieval, side by side.
 
-Every configuration answers every query, the configurations taking turns query by query (round robin),
-so load from other processes on a shared machine falls on all of them alike. Latency is wall time in
-this process around one call, round trips included: what a caller of `hybrid.search` waits.
+Every configuration answers every query, the configurations taking turns call by call (round robin),
+so load from other processes on a shared machine falls on all of them alike. At each turn the
+configurations answer DIFFERENT queries (configuration c is n/cases queries ahead of c-1): had they
+answered the same one back to back, every configuration after the first would find that query's index and
+heap pages already in shared_buffers, which no production query gets from its predecessor. Latency is
+wall time in this process around one call, round trips included: what a caller of `hybrid.search` waits.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class RagfrCase:
     # What-if, not the shipped behaviour: the call runs inside a transaction with `enable_sort = off`, so
     # the planner cannot replace the HNSW scan by a full sort (see FORCE_HNSW).
     force_hnsw: bool = False
+    # The lexical arm on a second connection, beside the vector arm (what the Open WebUI adapter does).
+    parallel: bool = True
 
 
 # The planner costs a cosine distance like any operator, so on small tables it prefers sorting every row
@@ -52,6 +57,7 @@ def ragfr_cases(k: int = K) -> list[RagfrCase]:
         RagfrCase("ragfr lexical arm (BM25, OR)", base.with_(semantic=False)),
         RagfrCase("ragfr vector arm (HNSW)", base.with_(lexical=False)),
         RagfrCase("ragfr hybrid (no rerank)", base),
+        RagfrCase("ragfr hybrid, arms one after the other (one connection)", base, parallel=False),
         RagfrCase("what-if: ragfr vector arm, HNSW forced", base.with_(lexical=False), force_hnsw=True),
     ]
     cases += [RagfrCase(f"ragfr hybrid, filter sel={name} ({frac * 100:g} %)", base, name)
@@ -68,15 +74,19 @@ def run_latency(dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int
         # One connection per case, as one client with fixed settings: psycopg prepares a statement after 5
         # executions and PostgreSQL then reuses its plan even when planner settings (the what-if's
         # enable_sort, ef_search) have changed since, so cases sharing a connection would share plans.
+        def connection() -> psycopg.Connection[Any]:
+            return stack.enter_context(psycopg.connect(dsn, autocommit=True))
+
         runners: list[tuple[str, Callable[[int], dict[str, Any]]]] = [
-            (c.name, _ragfr_runner(stack.enter_context(psycopg.connect(dsn, autocommit=True)), c, queries, k))
-            for c in cases
+            (c.name, _ragfr_runner(connection(), connection() if c.parallel else None, c, queries, k)) for c in cases
         ]
         owui_conn = stack.enter_context(psycopg.connect(dsn))
         runners.append(("owui native hybrid", _owui_runner(owui_conn, queries, k)))
-        for i in tqdm(range(-min(WARMUP, len(queries)), len(queries)), desc="latency", unit="q", leave=False):
-            for name, run in runners:
-                record = run(abs(i) if i < 0 else i)
+        n = len(queries)
+        stride = max(1, n // len(runners))
+        for i in tqdm(range(-min(WARMUP, n), n), desc="latency", unit="q", leave=False):
+            for turn, (name, run) in enumerate(runners):
+                record = run((abs(i) + turn * stride) % n)
                 if i >= 0:
                     samples[name].append(record)
     out: dict[str, Any] = {"k": k, "queries": len(queries), "load_average_before": load_before,
@@ -88,7 +98,8 @@ def run_latency(dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int
 
 
 def _ragfr_runner(
-    conn: psycopg.Connection[Any], case: RagfrCase, queries: QuerySet, k: int
+    conn: psycopg.Connection[Any], lexical_conn: psycopg.Connection[Any] | None, case: RagfrCase, queries: QuerySet,
+    k: int,
 ) -> Callable[[int], dict[str, Any]]:
     conditions = (Condition("sel", "eq", (case.sel,)),) if case.sel else ()
 
@@ -98,7 +109,8 @@ def _ragfr_runner(
             if case.force_hnsw:
                 conn.execute(FORCE_HNSW)
             result = hybrid.search(conn, queries.texts[i], collections=[COLLECTION], conditions=conditions,
-                                   query_vector=[float(x) for x in queries.vectors[i]], config=case.config)
+                                   query_vector=[float(x) for x in queries.vectors[i]], config=case.config,
+                                   lexical_conn=lexical_conn)
         ms = (time.perf_counter() - t) * 1000
         return {
             "ms": ms, "hits": len(result.hits), "underfilled": result.underfilled,

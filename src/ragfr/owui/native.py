@@ -38,22 +38,22 @@ def session_dsn(session: Any) -> str:
     return normalize_dsn(url.render_as_string(hide_password=False))
 
 
-def _connection(dsn: str) -> psycopg.Connection[Any]:
-    # One connection per worker thread: Open WebUI calls the client from asyncio.to_thread workers.
-    cache: dict[str, psycopg.Connection[Any]] = getattr(_local, "connections", None) or {}
+def _connection(dsn: str, role: str = "main") -> psycopg.Connection[Any]:
+    # Two connections per worker thread (Open WebUI calls the client from asyncio.to_thread workers): the
+    # vector arm runs on "main" while the lexical arm runs on "lexical" (hybrid.search's lexical_conn).
+    cache: dict[tuple[str, str], psycopg.Connection[Any]] = getattr(_local, "connections", None) or {}
     _local.connections = cache
-    conn = cache.get(dsn)
+    conn = cache.get((dsn, role))
     if conn is None or conn.closed or conn.broken:
         conn = connect(dsn, autocommit=True)
-        cache[dsn] = conn
+        cache[(dsn, role)] = conn
     return conn
 
 
-def _drop_connection(dsn: str) -> None:
-    cache: dict[str, psycopg.Connection[Any]] = getattr(_local, "connections", None) or {}
-    conn = cache.pop(dsn, None)
-    if conn is not None:
-        conn.close()
+def _drop_connections(dsn: str) -> None:
+    cache: dict[tuple[str, str], psycopg.Connection[Any]] = getattr(_local, "connections", None) or {}
+    for key in [k for k in cache if k[0] == dsn]:
+        cache.pop(key).close()
 
 
 def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> SearchConfig:
@@ -102,6 +102,7 @@ def to_owui(results: list[SearchResult], result_type: Any) -> Any:
 
 def _search_all(
     conn: psycopg.Connection[Any],
+    lexical_conn: psycopg.Connection[Any],
     *,
     collection_name: str,
     query: str,
@@ -122,6 +123,7 @@ def _search_all(
             conditions=conditions,
             query_vector=vector if config.semantic else None,
             config=config,
+            lexical_conn=lexical_conn,
         )
         if result.underfilled:
             log.warning(
@@ -161,14 +163,14 @@ def hybrid_search(
             collection_name=collection_name, query=query, vectors=vectors or [], filter=filter,
             limit=limit, hybrid_bm25_weight=weight,
         )
-        conn = _connection(dsn)
+        conns = (_connection(dsn), _connection(dsn, "lexical"))
         try:
-            results = _search_all(conn, **args)
+            results = _search_all(*conns, **args)
         except (psycopg.OperationalError, DatabaseError):
-            if not (conn.closed or conn.broken):
+            if not any(c.closed or c.broken for c in conns):
                 raise
-            _drop_connection(dsn)  # a server restart kills idle connections: retry once on a fresh one
-            results = _search_all(_connection(dsn), **args)
+            _drop_connections(dsn)  # a server restart kills idle connections: retry once on fresh ones
+            results = _search_all(_connection(dsn), _connection(dsn, "lexical"), **args)
     except RagfrError as err:
         log.error("ragfr: hybrid search refused for %s (%s); falling back to Open WebUI's legacy path: %s",
                   collection_name, redact(dsn), err)

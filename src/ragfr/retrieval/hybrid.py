@@ -5,6 +5,7 @@
     vector arm (HNSW strict_order/exact) ─┘
 Hard filters (collections, metadata, the embedding model) are one predicate applied inside both arms.
 Everything the ranking depended on (settings, per-arm ranks and scores, shortfalls) comes back with it.
+Each arm is one single-threaded statement; given a second connection, the two run at the same time.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 import psycopg
@@ -30,6 +32,8 @@ from ragfr.retrieval.types import ArmReport, Hit, SearchResult
 log = logging.getLogger("ragfr.search")
 MAX_QUERY_CHARS = 8_000
 RUNBOOK = "docs/runbooks/embedding-migration.md"
+# Lexical arms running beside a vector arm. The threads mostly wait on the server (psycopg releases the GIL).
+_LEXICAL_WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ragfr-lexical")
 
 
 class QueryEmbedder(Protocol):
@@ -64,9 +68,15 @@ def search(
     embedder: QueryEmbedder | None = None,
     config: SearchConfig | None = None,
     reranker: Reranker | None = None,
+    lexical_conn: psycopg.Connection[Any] | None = None,
 ) -> SearchResult:
     """Hybrid search over `collections`. Raises RagfrError subclasses for anything the caller did wrong;
-    the connection stays usable either way (all statements run in one transaction, rolled back on error)."""
+    the connection stays usable either way (all statements run in one transaction, rolled back on error).
+
+    `lexical_conn`: a second connection to the same database, idle and used by nothing else during the
+    call. The lexical arm then runs on it, in its own transaction, while the vector arm runs on `conn`, so
+    a query costs the slower arm instead of both (docs/benchmarks.md). The results are the same: under
+    READ COMMITTED each arm's statement takes its own snapshot either way."""
     config = config or SearchConfig()
     query = validate_query(query)
     started = time.perf_counter()
@@ -87,19 +97,27 @@ def search(
         with conn.transaction():
             settings = semantic.apply_settings(conn, config)
             searched = _rows_in(conn, filters.collections)
-            if config.lexical:
-                t = time.perf_counter()
-                lex, arms["lexical"] = lexical.bm25(conn, terms, filters, config)
+            pending: Future[_LexicalOutcome] | None = None
+            lex_out: _LexicalOutcome | None = None
+            if config.lexical and vector is not None and lexical_conn is not None:
+                pending = _LEXICAL_WORKERS.submit(_lexical_in_own_transaction, lexical_conn, terms, filters, config)
+            elif config.lexical:
+                lex_out = _lexical_arm(conn, terms, filters, config)
+            try:
+                if vector is not None:
+                    t = time.perf_counter()
+                    sem, arms["semantic"] = semantic.nearest(conn, vector, filters, config, searched)
+                    rankings["semantic"] = [c.id for c in sem]
+                    sem_scores = {c.id: c.similarity for c in sem}
+                    timings["semantic"] = _ms(t)
+            finally:
+                if pending is not None:  # never leave lexical_conn busy behind the caller's back
+                    lex_out = pending.result()
+            if lex_out is not None:
+                lex, arms["lexical"], timings["lexical"] = lex_out
                 arms["lexical"].searched = searched
                 rankings["lexical"] = [c.id for c in lex]
                 lex_scores = {c.id: c.score for c in lex}
-                timings["lexical"] = _ms(t)
-            if vector is not None:
-                t = time.perf_counter()
-                sem, arms["semantic"] = semantic.nearest(conn, vector, filters, config, searched)
-                rankings["semantic"] = [c.id for c in sem]
-                sem_scores = {c.id: c.similarity for c in sem}
-                timings["semantic"] = _ms(t)
             fused = rrf(rankings, config.rrf_k)
             use_reranker = reranker is not None and config.rerank
             shown = fused[: config.rerank_top_n if use_reranker else config.k]
@@ -137,6 +155,24 @@ def search(
     )
     _log(result)
     return result
+
+
+_LexicalOutcome = tuple[list[lexical.LexicalCandidate], ArmReport, float]
+
+
+def _lexical_arm(
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+) -> _LexicalOutcome:
+    t = time.perf_counter()
+    candidates, report = lexical.bm25(conn, terms, filters, config)
+    return candidates, report, _ms(t)
+
+
+def _lexical_in_own_transaction(
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+) -> _LexicalOutcome:
+    with conn.transaction():
+        return _lexical_arm(conn, terms, filters, config)
 
 
 def _query_vector(

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import PIAF_JSON
 
 from ragfr.bench import __main__ as bench_main
-from ragfr.bench import owui, report, store
+from ragfr.bench import latency, owui, report, store
 from ragfr.bench.corpus import CorpusSpec, Geometry, block_vectors, chunks, read_piaf, selectivity_labels
 from ragfr.errors import ConfigError
 
@@ -112,7 +112,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     assert result["command"].startswith("python -m ragfr.bench --dsn $DSN --sizes 1000")
     size = result["sizes"]["1000"]
     cases = size["latency"]["cases"]
-    assert len(cases) == 8
+    assert len(cases) == len(latency.ragfr_cases()) + 1  # + Open WebUI native
     for name, case in cases.items():
         lat = case["latency_ms"]
         assert lat["n"] == 12 and 0 < lat["min"] <= lat["p50"] <= lat["p95"] <= lat["max"], name
@@ -121,6 +121,8 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
         assert case["passing_rows"] == passing
         assert case["target_met"] and case["off_filter_hits"] == 0 and case["underfilled"] == 0
     assert cases["ragfr hybrid, filter sel=p0.1 (0.1 %)"]["mean_hits"] == 1
+    both = (cases["ragfr hybrid (no rerank)"], cases["ragfr hybrid, arms one after the other (one connection)"])
+    assert all(c["returned_k"] == 12 and "lexical_arm_ms" in c and "semantic_arm_ms" in c for c in both)
     legacy = size["legacy"]
     assert legacy["queries_timed"] == 2 and legacy["bm25_build_ms"]["n"] == 2
     rec = size["recall"]

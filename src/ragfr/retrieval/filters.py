@@ -3,10 +3,18 @@
 A hard constraint removes rows before ranking in every arm; it never reorders. User input reaches SQL only
 as bound parameters: keys included (`vmetadata ->> %s`), so a key like `x'); DROP TABLE --` is just a key
 that no row has.
+
+Equality (`eq`, `in`) means `vmetadata ->> key` equals the value as text, so `page=5` matches both
+{"page": "5"} and {"page": 5}. In front of that test goes a containment test the GIN index of
+migrations/0008 can answer: `vmetadata @> {key: "5"}`, plus `{key: 5}` when the value is a JSON number or
+boolean. It finds every row the `->>` test accepts. A JSON number's or boolean's text is itself such a
+literal, and only an array or object prints as text starting with `[` or `{`, so values that do are
+left to the `->>` test alone. The result is the same rows, found through the index instead of a scan.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +29,9 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+\-Z]*)?$")
 # Rows whose value is not a number (or not an ISO date) never satisfy a range instead of erroring.
 _NUMERIC_SQL = r"^-?[0-9]+(\.[0-9]+)?$"
 _DATE_SQL = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+# How PostgreSQL prints a jsonb number (no exponent, no leading zero) or boolean: a value matching this may be
+# stored as one, and is valid jsonb input.
+_JSON_SCALAR = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?|true|false")
 
 
 @dataclass(frozen=True)
@@ -63,12 +74,14 @@ class Filters:
             params.append(self.embedding_model)
         for c in self.conditions:
             value = sql.SQL("({}.vmetadata ->> %s)").format(col)
-            if c.op == "eq":
-                parts.append(sql.SQL("{} = %s").format(value))
-                params += [c.key, c.values[0]]
-            elif c.op == "in":
-                parts.append(sql.SQL("{} = ANY(%s)").format(value))
-                params += [c.key, list(c.values)]
+            if c.op in ("eq", "in"):
+                indexed, iparams = _containment(col, c)
+                if c.op == "eq":
+                    parts.append(sql.SQL("{}{} = %s").format(indexed, value))
+                    params += [*iparams, c.key, c.values[0]]
+                else:
+                    parts.append(sql.SQL("{}{} = ANY(%s)").format(indexed, value))
+                    params += [*iparams, c.key, list(c.values)]
             else:
                 op = sql.SQL({"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[c.op])
                 if _NUMBER.match(c.values[0]):
@@ -82,6 +95,23 @@ class Filters:
                     ).format(v=value, op=op))
                     params += [c.key, _DATE_SQL, c.key, c.values[0]]
         return sql.SQL(" AND ").join(parts), params
+
+
+def _containment(col: sql.Identifier, c: Condition) -> tuple[sql.Composable, list[Any]]:
+    """`(vmetadata @> ... OR ...) AND ` covering every value of an eq/in condition, or nothing when a value
+    could be an array's or object's text (only the `->>` test can match those)."""
+    if any(v.lstrip().startswith(("[", "{")) for v in c.values):
+        return sql.SQL(""), []
+    # Whole documents as parameters, not jsonb_build_object(): the planner then sees each value and prices
+    # the GIN scans by it (with a function call it assumes a scan of the whole index per OR branch).
+    key = json.dumps(c.key, ensure_ascii=False)
+    documents: list[Any] = []
+    for v in c.values:
+        documents.append("{" + key + ": " + json.dumps(v, ensure_ascii=False) + "}")
+        if _JSON_SCALAR.fullmatch(v):
+            documents.append("{" + key + ": " + v + "}")  # the literal is valid JSON as it stands
+    tests = sql.SQL(" OR ").join([sql.SQL("{}.vmetadata @> %s::jsonb").format(col)] * len(documents))
+    return sql.SQL("({}) AND ").format(tests), documents
 
 
 _OPS = (">=", "<=", "!=", ">", "<", "=")

@@ -7,8 +7,8 @@
 --    and blocked, every concurrent upload sharing a term. Now only rows whose id, collection or analysed
 --    text changed are counted, as 0006 already does for the postings.
 -- 2. The BM25 arm reads ragfr_postings by index-only scan. That is only index-only for pages the visibility
---    map marks all-visible. Until a VACUUM runs, every posting costs a heap visit. Measured at 100k chunks:
---    the lexical arm's p50 was 17 ms before a VACUUM and 7 ms after (docs/benchmarks.md). Autovacuum's
+--    map marks all-visible. Until a VACUUM runs, every posting costs a heap visit. Measured once at 100k
+--    chunks: the lexical arm's p50 inside hybrid search was 19 ms before a VACUUM and 7 ms after. Autovacuum's
 --    default insert trigger (20 % of the table) lets an upload-heavy table drift far from that. These
 --    thresholds vacuum after about 1 % new postings.
 

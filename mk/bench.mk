@@ -1,7 +1,7 @@
 # Retrieval-core benchmark (issue 3, item 12). NOT part of `make test`: it measures, it does not gate.
 # Corpus databases (ragfr_bench_* in the private cluster) are cached by a hash of their generator
 # parameters and the schema, so only the first run pays the loads and HNSW builds (~20 min for all four).
-# Two vector geometries (src/ragfr/bench/corpus.py): `lowrank` (low intrinsic dimension, like real
+# Two vector geometries (tools/ragfr_tools/bench/corpus.py): `lowrank` (low intrinsic dimension, like real
 # embeddings) gets every measurement; `uniform` (the worst case for HNSW) gets the recall table only.
 BENCH_SIZES ?= 10000,100000
 BENCH_QUERIES ?= 200
@@ -13,13 +13,13 @@ BENCH_ARGS ?=
 
 bench: setup ## retrieval core vs stock Open WebUI: latency, filtered top-k, HNSW recall@10 at 10k/100k -> docs/bench/*.json
 	@dsn="$$(bash scripts/pg.sh start | sed -n 's/^DATABASE_URL=//p' | tail -n 1)"; started=$$(date +%s); \
-	OMP_NUM_THREADS=1 $(PY) -m ragfr.bench --dsn "$$dsn" --geometry lowrank --sizes $(BENCH_SIZES) \
+	OMP_NUM_THREADS=1 $(PY) -m ragfr_tools.bench --dsn "$$dsn" --geometry lowrank --sizes $(BENCH_SIZES) \
 	  --queries $(BENCH_QUERIES) --recall-queries $(BENCH_QUERIES) $(BENCH_ARGS) \
 	  --out $(BENCH_OUT)/retrieval-core-lowrank.json; \
-	OMP_NUM_THREADS=1 $(PY) -m ragfr.bench --dsn "$$dsn" --geometry uniform --sizes $(BENCH_SIZES) \
+	OMP_NUM_THREADS=1 $(PY) -m ragfr_tools.bench --dsn "$$dsn" --geometry uniform --sizes $(BENCH_SIZES) \
 	  --recall-queries $(BENCH_UNIFORM_QUERIES) --skip latency --skip legacy --skip lexrank --skip explain \
 	  $(BENCH_ARGS) --out $(BENCH_OUT)/retrieval-core-uniform.json; \
 	echo "bench: wall time $$(( $$(date +%s) - started )) s; tables again: make bench-report"
 
 bench-report: ## print the Markdown tables of the last `make bench` (docs/bench/retrieval-core-*.json)
-	@for f in $(BENCH_OUT)/retrieval-core-*.json; do echo "## $$f"; $(PY) -m ragfr.bench.report "$$f"; done
+	@for f in $(BENCH_OUT)/retrieval-core-*.json; do echo "## $$f"; $(PY) -m ragfr_tools.bench.report "$$f"; done

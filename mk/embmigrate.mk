@@ -6,4 +6,4 @@ test-embmigrate: setup ## embedding-migration tests (real PostgreSQL + offline m
 
 bench-embmigrate: setup ## migration overhead vs raw embedding, search p95 during migration -> .build/bench/embmigrate.json
 	dsn="$$(bash scripts/pg.sh start | sed -n 's/^DATABASE_URL=//p' | tail -n 1)"; \
-	OMP_NUM_THREADS=2 $(PY) -m ragfr.embmigrate.bench --dsn "$$dsn" --out $(BUILD)/bench/embmigrate.json
+	OMP_NUM_THREADS=2 $(PY) -m ragfr_tools.bench.embmigrate --dsn "$$dsn" --out $(BUILD)/bench/embmigrate.json

@@ -27,10 +27,10 @@ db-status: ## print DATABASE_URL of the running private cluster (exit 3 when sto
 	bash scripts/pg.sh status
 
 avx512-scan: pgroot ## list AVX-512 instructions per function in the built vector.so
-	$(PY) -m ragfr.build.avx512_scan --verbose --allowlist images/ragdb/avx512-allowlist.txt $(PGVECTOR_SO)
+	$(PY) -m ragfr_tools.build.avx512_scan --verbose --allowlist images/ragdb/avx512-allowlist.txt $(PGVECTOR_SO)
 
 test-build: setup ## build-foundation tests (scanner, negative control, emulated old CPU)
-	$(VENV)/bin/pytest -q tests/build
+	$(VENV)/bin/pytest -q tests/tools/build
 
 .PHONY: image image-local image-smoke bench-pgvector-flags
 IMAGE_BASE ?=
@@ -45,4 +45,4 @@ image-smoke: setup-apt ## build (local base) and smoke-test the ragdb image, nat
 	bash scripts/image-smoke.sh "$$tag" && bash scripts/image-smoke.sh "$$tag" --old-cpu
 
 bench-pgvector-flags: setup ## HNSW build/query time + AVX-512 counts per pgvector flag set -> .build/bench/pgvector-flags.json
-	$(PY) -m ragfr.build.bench_flags
+	$(PY) -m ragfr_tools.bench.pgvector_flags

@@ -17,7 +17,7 @@ IMG="$ROOT/images/ragdb"
 pg_pkgs="$(dpkg-query -W -f='${Package}=${Version}\n' postgresql-15 postgresql-server-dev-15 2>/dev/null || true)"
 key="$( { echo "$pg_pkgs"; echo "$PGROOT";
           cat "$IMG/pgvector.lock" "$IMG/fetch-pgvector.sh" "$IMG/build-pgvector.sh" "$IMG/avx512-allowlist.txt" \
-              "$ROOT/src/ragfr/build/avx512_scan.py" "$0"; } | sha256sum | cut -c1-16)"
+              "$ROOT/tools/ragfr_tools/build/avx512_scan.py" "$0"; } | sha256sum | cut -c1-16)"
 # Stamps are per target folder, so a second root (RAGFR_PGROOT) never invalidates the default one.
 path_id="$(echo "$PGROOT" | sha256sum | cut -c1-8)"
 stamp="$BUILD/stamps/pgroot-$path_id-$key"

@@ -52,7 +52,7 @@ if [[ "$(curl -s -m 3 -D - -o /dev/null "$OLLAMA/api/version" | tr -d '\r')" == 
 else
   dport="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
   rm -f "$STATE/double.port"
-  nohup "$VENV/bin/python" -m ragfr.devserver --port "$dport" --port-file "$STATE/double.port" \
+  nohup "$VENV/bin/python" -m ragfr_tools.devserver --port "$dport" --port-file "$STATE/double.port" \
     >"$STATE/double.log" 2>&1 &
   echo $! >"$STATE/double.pid"
   for _ in $(seq 120); do [[ -s "$STATE/double.port" ]] && break; sleep 0.5; done

@@ -12,15 +12,11 @@ import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-PIAF_JSON = SHARED / "datasets" / "piaf" / "piaf-v1.1.json"
+from tests.support.paths import REPO
 
 MigratedDb = Callable[..., str]
 

@@ -11,8 +11,8 @@
 #   --allowlist  functions allowed to hold AVX-512 (default: avx512-allowlist.txt beside this script);
 #                pass /dev/null to allow none
 #   --no-scan    skip the scan (negative-control builds, which are expected to contain AVX-512)
-# Env: SCANNER (command that runs the scanner; default `python3 -m ragfr.build.avx512_scan` with
-#      PYTHONPATH set to this repository's src/), PG_CONFIG.
+# Env: SCANNER (command that runs the scanner; default `python3 -m ragfr_tools.build.avx512_scan` with
+#      PYTHONPATH set to this repository's tools/), PG_CONFIG.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="" destdir="" optflags="" cppflags="" allowlist="$here/avx512-allowlist.txt" scan=1 workdir=""
@@ -49,8 +49,8 @@ so="$destdir$("$pg_config" --pkglibdir)/vector.so"
 [[ -f "$so" ]] || { echo "build-pgvector: $so was not installed" >&2; exit 1; }
 if [[ $scan == 1 ]]; then
   if [[ -z "${SCANNER:-}" ]]; then
-    export PYTHONPATH="$here/../../src${PYTHONPATH:+:$PYTHONPATH}"
-    SCANNER="python3 -m ragfr.build.avx512_scan"
+    export PYTHONPATH="$here/../../tools${PYTHONPATH:+:$PYTHONPATH}"
+    SCANNER="python3 -m ragfr_tools.build.avx512_scan"
   fi
   # shellcheck disable=SC2086  # SCANNER is a command line by design
   $SCANNER --allowlist "$allowlist" "$so"

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.chart.chartsupport import REPO
+from tests.support.paths import REPO
 
 KUBECONFIG_NOWHERE = """\
 apiVersion: v1

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.chart.chartsupport import (
+from tests.support.chart import (
     CHART,
     EXAMPLES,
     Doc,
@@ -141,7 +141,7 @@ def test_images_are_pinned(example: str) -> None:
 
 
 def test_latest_is_refused_with_a_clear_message() -> None:
-    from tests.chart.chartsupport import error_line
+    from tests.support.chart import error_line
 
     assert error_line({"ollama": {"image": {"tag": "latest"}}}) == (
         'image ollama/ollama: the tag "latest" is not allowed; pin a version'
@@ -218,7 +218,7 @@ def test_patch_file_list_is_data_driven() -> None:
 
 
 def test_patch_disabled_mounts_nothing_and_warns() -> None:
-    from tests.chart.chartsupport import render_raw
+    from tests.support.chart import render_raw
 
     raw = render_raw({"openwebui": {"patch": {"enabled": False}}})
     assert "WARNING: openwebui.patch.enabled=false" in raw["ragfr/templates/NOTES.txt"]

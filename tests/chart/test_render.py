@@ -7,7 +7,7 @@ import os
 import helm_python as helm
 import kubernetes_validate
 import pytest
-from tests.chart.chartsupport import CHART, EXAMPLES, GOLDEN, KUBE_VERSIONS, example_values, normalized, render
+from tests.support.chart import CHART, EXAMPLES, GOLDEN, KUBE_VERSIONS, example_values, normalized, render
 
 # Custom resources have no bundled schema: only these may be skipped by kubernetes-validate, and they
 # get the structural checks of test_invariants instead.

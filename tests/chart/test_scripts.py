@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from tests.chart.chartsupport import CHART, REPO
-from tests.standins import tiny_cross_encoder
+from tests.support.chart import CHART
+from tests.support.paths import REPO
+from tests.support.standins import tiny_cross_encoder
 
 FILES = CHART / "files"
 VENV_BIN = Path(sys.executable).parent

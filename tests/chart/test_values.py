@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.chart.chartsupport import CHART, error_line
+from tests.support.chart import CHART, error_line
 
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from tests.embmigrate.corpus import chunks
-from tests.embmigrate.helpers import N_CHUNKS, SOURCE, owui_insert
+from tests.support.embmigrate import N_CHUNKS, SOURCE, owui_insert
+from tests.support.embmigrate_corpus import chunks
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from tests.embmigrate.helpers import TARGET, snapshot
+from tests.support.embmigrate import TARGET, snapshot
 
 from ragfr.cli import main
 from ragfr.embmigrate import names

@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from kubernetes import client as k8s
-from tests.embmigrate.fake_kube import FakeKube
+from tests.support.fake_kube import FakeKube
 
 from ragfr.embmigrate.k8s import openwebui
 from ragfr.embmigrate.k8s.manifests import JobRequest
@@ -24,7 +24,7 @@ TARGET = "ollama:nomic-embed-text"
 def chart_objects() -> list[dict[str, Any]]:
     """Open WebUI's Deployment and ConfigMap exactly as the chart renders them."""
     import helm_python as helm
-    from tests.embmigrate.helpers import REPO
+    from tests.support.paths import REPO
 
     rendered = helm.Chart.load(REPO / "charts" / "ragfr").render({}, name=RELEASE, namespace=NS, revision=1,
                                                                    is_install=True)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from tests.embmigrate.helpers import TARGET, Snapshot, run_cli, snapshot
+from tests.support.embmigrate import TARGET, Snapshot, run_cli, snapshot
 
 N = 20
 BATCH = "8"  # 3 batches: kill points inside the 2nd one fall between committed work

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import psycopg
 import pytest
-from tests.embmigrate.helpers import N_CHUNKS, SOURCE, TARGET, owui_insert, snapshot
+from tests.support.embmigrate import N_CHUNKS, SOURCE, TARGET, owui_insert, snapshot
 
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 import psycopg
-from tests.embmigrate.helpers import SOURCE, TARGET, owui_insert, snapshot
+from tests.support.embmigrate import SOURCE, TARGET, owui_insert, snapshot
 
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.support.paths import PIAF_JSON as PIAF
 
 from ragfr.cli import main
 from ragfr.errors import ConfigError
 from ragfr.eval.beir import load_dataset
 
-PIAF = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets" / "piaf" / "piaf-v1.1.json"
 needs_piaf = pytest.mark.skipif(
     not PIAF.is_file(), reason=f"shared PIAF dataset absent ({PIAF}); see ../shared/datasets/piaf/README.md"
 )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from pathlib import Path
+
+from tests.support.paths import GOLDEN
 
 from ragfr.eval.beir import load_dataset
 
-GOLDEN = Path(__file__).resolve().parents[2] / "eval" / "golden"
 REQUIRED_TAGS = ("inflection", "accent-typed", "accent-omitted", "negation", "identifier", "article", "filter")
 
 

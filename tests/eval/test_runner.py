@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.support.paths import GOLDEN
 
 from ragfr.cli import main
 from ragfr.embed import load_embedder
@@ -16,7 +17,6 @@ from ragfr.eval.beir import load_dataset
 from ragfr.eval.corpus import documents_ranking
 from ragfr.eval.runner import run_eval
 
-GOLDEN = Path(__file__).resolve().parents[2] / "eval" / "golden"
 E5 = "local:multilingual-e5-small"
 
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
+from tests.support.paths import PIAF_JSON as PIAF
 
 from ragfr.errors import ConfigError
 from ragfr.ingest import Chunk, ChunkConfig, chunk_text
-
-PIAF = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "piaf" / "piaf-v1.1.json"
 
 CONTRACT = """\
 Titre I – Dispositions générales

@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from tests.ingest.pdf_fixture import make_pdf
+from tests.support.pdf_fixture import make_pdf
 
 from ragfr.errors import ConfigError
 from ragfr.ingest import Document, iter_files, load_file

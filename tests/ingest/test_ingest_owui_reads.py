@@ -11,11 +11,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.support.paths import REPO
 
 from ragfr.embed import load_embedder
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
 
-REPO = Path(__file__).resolve().parents[2]
 OWUI_PYTHON = Path(os.environ.get("RAGFR_OWUI_PYTHON", REPO / ".venv-owui" / "bin" / "python"))
 
 READER = r"""

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 OWUI_VENV = Path(os.environ.get("RAGFR_OWUI_VENV", REPO / ".venv-owui"))
 OWUI_PYTHON = OWUI_VENV / "bin" / "python"
 RAGFR_SITE = OWUI_VENV / "ragfr-site"
 APPLY = REPO / "patches" / "open-webui" / "apply"
 MANIFEST = REPO / "patches" / "open-webui" / "manifest.json"
-PROBE = Path(__file__).with_name("owui_probe.py")
+PROBE = REPO / "tests" / "support" / "owui_probe.py"
 PATCHED_FILES = ("open_webui/retrieval/vector/dbs/pgvector.py", "open_webui/retrieval/utils.py")
 
 Probe = Callable[..., list[dict[str, Any]]]

@@ -100,7 +100,7 @@ def ollama_double(tmp_path: Path) -> Iterator[str]:
     port_file, log = tmp_path / "double.port", tmp_path / "double.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ragfr.devserver", "--port", "0", "--port-file", str(port_file),
+            [sys.executable, "-m", "ragfr_tools.devserver", "--port", "0", "--port-file", str(port_file),
              "--embedding-model-name", EMBED_NAME],
             stdout=out, stderr=subprocess.STDOUT,
         )

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from ragfr.owui import marker
-from ragfr.owui.check import check
 from ragfr.owui.edits import apply_edits
 from ragfr.owui.manifest import Edit, load
+from ragfr.owui.status import check
 
 from .conftest import APPLY, MANIFEST, PATCHED_FILES, run_apply
 

@@ -3,7 +3,7 @@
 Accents are folded before stemming so that "delai" typed by a user and "délai" in a contract meet at one
 lexeme. The table is generated once (``python -m ragfr.analysis.folding --generate``) and committed, both
 here and as the SQL function ``ragfr_fold`` in migrations/0002: neither side depends on its runtime's
-Unicode database or on PostgreSQL's unaccent.rules, and tests/core/test_french_analysis.py checks that the
+Unicode database or on PostgreSQL's unaccent.rules, and tests/analysis/test_french_analysis.py checks that the
 migration holds exactly the SQL this module renders.
 
 Covered: Latin-1 Supplement, Latin Extended-A/B and Latin Extended Additional letters (decomposed, marks

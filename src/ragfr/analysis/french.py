@@ -3,7 +3,7 @@
 PostgreSQL analyses every stored chunk (a trigger, so stock Open WebUI writes are covered); Python analyses
 queries and, on Open WebUI's legacy in-memory BM25 path, documents too. Both must yield the same lexemes or
 a query term silently never matches, so each step mirrors one step of the SQL side and
-tests/core/test_french_analysis.py compares them on every PIAF token:
+tests/analysis/test_french_analysis.py compares them on every PIAF token:
 
   SQL (ragfr_to_tsvector)               Python (analyze)
   ragfr_fold: accents, ligatures        folding.fold: the same generated table

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
 from ragfr import __version__
+from ragfr.cli import ask, datasets, embeddings, ingest, migrate, owui, search
+from ragfr.cli import eval as eval_cmd
 from ragfr.errors import RagfrError
 
-# Each name is a module `ragfr.cli.<name>` with `register(subparsers)`; a module that is not
-# written yet is skipped so that one unfinished verb never breaks the others.
-COMMANDS = ("migrate", "ingest", "search", "ask", "eval", "datasets", "embeddings", "owui")
+# One module per verb, each with `register(subparsers)`; imported statically so that a missing or renamed
+# module is an import error at once, never a verb that silently disappears.
+COMMANDS = (migrate, ingest, search, ask, eval_cmd, datasets, embeddings, owui)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,13 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ragfr {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"ragfr.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"ragfr.cli.{name}":
-                continue
-            raise
+    for module in COMMANDS:
         module.register(sub)
     return parser
 

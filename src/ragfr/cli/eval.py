@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from ragfr.cli.common import add_dsn, require_dsn
-from ragfr.eval.configs import CONFIG_NAMES, DEFAULT_DEPTH
+from ragfr.eval.configs import DEFAULT_DEPTH
+from ragfr.eval.registry import config_names
 
 # Only ragfr's own configurations are gated: the Open WebUI baselines are context, not our product.
 DEFAULT_GATED = ("ragfr-lexical", "ragfr-vector", "ragfr-hybrid")
@@ -49,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--embedder", metavar="SPEC",
                         help="embedder spec, e.g. local:multilingual-e5-small (default: the database's space)")
     parser.add_argument("--config", action="append", metavar="NAME",
-                        help=f"configuration to run; repeat or comma-separate (choices: {', '.join(CONFIG_NAMES)})")
+                        help=f"configuration to run; repeat or comma-separate (here: {', '.join(config_names())})")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     parser.add_argument("--limit-queries", type=int, metavar="N", help="evaluate a seeded random sample of N queries")
     parser.add_argument("--seed", type=int, default=0, help="seed of the --limit-queries sample (default 0)")

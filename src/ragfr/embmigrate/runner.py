@@ -152,9 +152,14 @@ def _prepare(conn: psycopg.Connection, space: EmbeddingSpace, target: str, dims:
     return migration_id
 
 
-def _phase(conn: psycopg.Connection, migration_id: int) -> str:
+def _phase(conn: psycopg.Connection, migration_id: int) -> state.Phase:
     current = state.open_migration(conn)
-    assert current is not None and current.id == migration_id
+    if current is None or current.id != migration_id:
+        found = f"#{current.id} ({current.phase})" if current else "none"
+        raise MigrationStateError(
+            f"migration #{migration_id} is no longer the open one (open now: {found}); "
+            "another process rolled it back or finalized it: see `ragfr embeddings status`"
+        )
     return current.phase
 
 
@@ -175,7 +180,9 @@ def _run(
         kill_point("after-backfill")
     if _phase(conn, migration_id) == "index":
         live = catalog.index(conn, names.INDEX)
-        assert live is not None
+        if live is None:
+            raise MigrationStateError(f"index {names.INDEX} is missing: the schema was changed outside ragfr "
+                                      "(re-create it with `ragfr migrate`)")
         built = indexing.ensure_index(conn, live, names.INDEX_NEXT, names.VECTOR_NEXT, opts.maintenance_work_mem)
         kill_point("after-index")
         with conn.transaction():
@@ -240,7 +247,9 @@ def _switch(
     # Catch up outside the lock first, so that the locked transaction only meets the last few writes.
     backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False)
     live = catalog.column(conn, names.VECTOR)
-    assert live is not None
+    if live is None:
+        raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
+                                  "outside ragfr")
 
     def work(c: psycopg.Connection) -> int:
         swap.lock_table(c)
@@ -301,7 +310,9 @@ def _rollback_switched(
     if backfill.pending(conn, backfill.PREV):
         backfill.fill(conn, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=progress)
     live = catalog.column(conn, names.VECTOR)
-    assert live is not None
+    if live is None:
+        raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
+                                  "outside ragfr")
 
     def work(c: psycopg.Connection) -> None:
         swap.lock_table(c)

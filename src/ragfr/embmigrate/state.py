@@ -13,16 +13,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 import psycopg
 from psycopg.rows import dict_row
 
 from ragfr.embmigrate import names
+from ragfr.embmigrate.errors import MigrationStateError
 
-PHASES = ("backfill", "index", "verify", "ready", "switched", "rolled_back", "finalized")
+Phase = Literal["backfill", "index", "verify", "ready", "switched", "rolled_back", "finalized"]
+PHASES: tuple[Phase, ...] = get_args(Phase)
 OPEN_PHASES = PHASES[:5]
 BEFORE_SWITCH = PHASES[:4]
+
+
+def parse_phase(value: str) -> Phase:
+    """A phase read from the database; anything else means the table was edited by hand or by a newer ragfr."""
+    if value not in PHASES:
+        raise MigrationStateError(
+            f"unknown migration phase {value!r} in {names.STATE_TABLE} (known: {', '.join(PHASES)})"
+        )
+    return cast(Phase, value)
 
 
 @dataclass(frozen=True)
@@ -32,7 +43,7 @@ class Migration:
     from_dims: int
     to_model: str
     to_dims: int
-    phase: str
+    phase: Phase
     rows_embedded: int
     rows_reembedded_old: int
     batches: int
@@ -43,6 +54,9 @@ class Migration:
     updated_at: datetime
     switched_at: datetime | None
     finished_at: datetime | None
+
+    def __post_init__(self) -> None:
+        parse_phase(self.phase)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
@@ -79,10 +93,9 @@ def create(conn: psycopg.Connection, from_model: str, from_dims: int, to_model: 
     return int(row[0])
 
 
-def set_phase(conn: psycopg.Connection, migration_id: int, phase: str, **extra: Any) -> None:
+def set_phase(conn: psycopg.Connection, migration_id: int, phase: Phase, **extra: Any) -> None:
     """Move to `phase` (plus optional columns, e.g. recall_at_10) in the caller's transaction."""
-    if phase not in PHASES:
-        raise ValueError(phase)
+    parse_phase(phase)
     assignments = ["phase = %s", "updated_at = now()"] + [f"{k} = %s" for k in extra if k in _SETTABLE]
     values = [phase] + [v for k, v in extra.items() if k in _SETTABLE]
     if phase == "ready":

@@ -1,4 +1,4 @@
-"""What every compared configuration provides, and the registry of names `ragfr eval --config` accepts."""
+"""What every compared configuration provides (the registry of names lives in `ragfr.eval.registry`)."""
 
 from __future__ import annotations
 
@@ -41,16 +41,3 @@ class ConfigSpec:
     description: str
     # Returns a ready ranker, or a string: the reason this configuration is skipped in this run.
     factory: Callable[[EvalContext], Ranker | str]
-
-
-def registry() -> dict[str, ConfigSpec]:
-    from ragfr.eval import baselines, owui_native, ragfr_configs
-
-    specs = [*baselines.SPECS, *ragfr_configs.SPECS, owui_native.SPEC]
-    return {spec.name: spec for spec in specs}
-
-
-CONFIG_NAMES = (
-    "bm25-whitespace", "pg-simple-and", "ragfr-lexical", "ragfr-vector", "ragfr-hybrid",
-    "ragfr-hybrid-rerank", "owui-native",
-)

@@ -3,13 +3,16 @@ with only its arm switches changed. Nothing here ranks, fuses or reranks on its 
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from ragfr.errors import RagfrError
 from ragfr.eval.beir import Query
 from ragfr.eval.configs import ConfigSpec, EvalContext, Ranker
+from ragfr.retrieval import hybrid
+from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.filters import from_mapping
+from ragfr.retrieval.rerank import Reranker, load_reranker
 
 
 @dataclass(frozen=True)
@@ -27,21 +30,10 @@ ARMS = {
 }
 
 
-def _hybrid() -> Any:
-    try:
-        return importlib.import_module("ragfr.retrieval.hybrid")
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("ragfr.retrieval"):
-            return None
-        raise
-
-
-def search_config(arms: Arms, depth: int) -> Any:
+def search_config(arms: Arms, depth: int) -> SearchConfig:
     """Production defaults except the arm switches and the depth: each arm and the fused list go `depth`
     chunks deep (production: 50 per arm, 10 hits) so that recall@50/100 can be measured; RRF over deeper
     arms can only add candidates below the ones production sees, so the top ranks are production's."""
-    from ragfr.retrieval.config import SearchConfig
-
     base = SearchConfig()
     return base.with_(lexical=arms.lexical, semantic=arms.semantic, rerank=arms.rerank, k=depth,
                       lexical_depth=max(depth, base.lexical_depth), semantic_depth=max(depth, base.semantic_depth),
@@ -49,20 +41,16 @@ def search_config(arms: Arms, depth: int) -> Any:
 
 
 class RagfrRanker:
-    def __init__(self, name: str, ctx: EvalContext, hybrid: Any, arms: Arms, reranker: Any = None) -> None:
-        from ragfr.retrieval.filters import from_mapping
-
+    def __init__(self, name: str, ctx: EvalContext, arms: Arms, reranker: Reranker | None = None) -> None:
         self.name = name
         self.ctx = ctx
-        self.hybrid = hybrid
         self.reranker = reranker
-        self.from_mapping = from_mapping
         self.config = search_config(arms, ctx.depth)
 
     def rank(self, query: Query, query_vector: Sequence[float]) -> list[str]:
-        result = self.hybrid.search(
+        result = hybrid.search(
             self.ctx.conn, query.text, collections=[self.ctx.collection],
-            conditions=self.from_mapping(dict(query.filters)), query_vector=list(query_vector),
+            conditions=from_mapping(dict(query.filters)), query_vector=list(query_vector),
             embedder=self.ctx.embedder, config=self.config, reranker=self.reranker,
         )
         return [str(hit.id) for hit in result.hits]
@@ -71,22 +59,16 @@ class RagfrRanker:
         pass
 
 
-def _factory(name: str) -> Any:
+def _factory(name: str) -> Callable[[EvalContext], Ranker | str]:
     def make(ctx: EvalContext) -> Ranker | str:
-        hybrid = _hybrid()
-        if hybrid is None:
-            return "ragfr.retrieval.hybrid is not available in this checkout"
         arms = ARMS[name]
         reranker = None
         if arms.rerank:
-            from ragfr.errors import RagfrError
-            from ragfr.retrieval.rerank import load_reranker
-
             try:
                 reranker = load_reranker()
             except RagfrError as exc:
                 return f"no reranker model: {exc}"
-        return RagfrRanker(name, ctx, hybrid, arms, reranker)
+        return RagfrRanker(name, ctx, arms, reranker)
 
     return make
 

@@ -14,9 +14,10 @@ from tqdm import tqdm
 from ragfr.embed import Embedder
 from ragfr.errors import ConfigError
 from ragfr.eval.beir import Dataset, Query
-from ragfr.eval.configs import CONFIG_NAMES, DEFAULT_DEPTH, EvalContext, registry
+from ragfr.eval.configs import DEFAULT_DEPTH, EvalContext
 from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
 from ragfr.eval.metrics import QueryScores, mean_scores, score_query
+from ragfr.eval.registry import registry
 from ragfr.eval.slices import with_derived_tags
 from ragfr.ingest.chunking import ChunkConfig
 
@@ -69,11 +70,12 @@ def select_queries(dataset: Dataset, limit: int | None, seed: int) -> list[Query
 
 
 def resolve_configs(requested: list[str] | None) -> list[str]:
+    known = list(registry())
     if not requested:
-        return list(CONFIG_NAMES)
-    unknown = [n for n in requested if n not in CONFIG_NAMES]
+        return known
+    unknown = [n for n in requested if n not in known]
     if unknown:
-        raise ConfigError(f"unknown configuration(s) {', '.join(unknown)}; choose from {', '.join(CONFIG_NAMES)}")
+        raise ConfigError(f"unknown configuration(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     return list(dict.fromkeys(requested))
 
 

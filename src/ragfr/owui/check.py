@@ -1,82 +1,74 @@
-"""Is the patch active? Reads the markers of the files Open WebUI will import; imports nothing of it.
+"""Command line of the patch check: `ragfr owui check` and `python -m ragfr.owui.check`.
 
-Meant for `ragfr owui check` in a readiness probe: cheap (reads two files), and it names the patch
-and Open WebUI versions, or says exactly which file is pristine, modified or missing.
+The second form is the Open WebUI pod's readiness probe: it runs in Open WebUI's interpreter with nothing
+but ragfr on the path, so it imports only `ragfr.owui` (the check itself lives in `ragfr.owui.status`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-from dataclasses import dataclass
+import argparse
+import json
+import sys
 from pathlib import Path
 
-from ragfr.errors import ConfigError
-from ragfr.owui import marker
-from ragfr.owui.manifest import Manifest
+from ragfr.errors import RagfrError
+from ragfr.owui.manifest import load
+from ragfr.owui.status import check, locate_open_webui
+
+EPILOG = """\
+what it does:
+  Reads the patched files Open WebUI imports (it does not import Open WebUI) and verifies the marker the
+  patcher wrote in each: patch version, Open WebUI version, and the hash of the text under the marker.
+  Exit 0 when every file is patched by this patch for this Open WebUI version, 1 otherwise (pristine,
+  modified, tampered, other version or missing), so it can serve as a readiness probe.
+
+examples:
+  ragfr owui check                                   # the open_webui on this Python's import path
+  ragfr owui check --open-webui-dir /app/backend     # the stock image's backend directory
+  python -m ragfr.owui.check --json                  # same, without the full ragfr CLI (readiness probe)
+"""
 
 
-@dataclass(frozen=True)
-class FileStatus:
-    path: str
-    state: str  # patched | pristine | modified | missing | other-patch | tampered
-    detail: str = ""
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--open-webui-dir",
+        type=Path,
+        help="directory holding open_webui/ (default: where this Python imports open_webui from)",
+    )
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        help="patch manifest (default: $RAGFR_OWUI_MANIFEST, else the one shipped beside ragfr)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
-@dataclass(frozen=True)
-class CheckReport:
-    target: Path
-    patch_version: str
-    owui_version: str
-    files: tuple[FileStatus, ...]
-
-    @property
-    def active(self) -> bool:
-        return all(f.state == "patched" for f in self.files)
-
-
-def locate_open_webui() -> Path:
-    """The directory holding `open_webui/` on this interpreter's import path (without importing it)."""
-    spec = importlib.util.find_spec("open_webui")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(
-            "open_webui is not importable here: pass --open-webui-dir DIR (the directory holding open_webui/)"
-        )
-    return Path(next(iter(spec.submodule_search_locations))).parent
-
-
-def _file_status(root: Path, rel: str, pristine_sha: str, manifest: Manifest) -> FileStatus:
-    path = root / rel
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return FileStatus(rel, "missing")
-    text = raw.decode("utf-8", errors="replace")
-    found, body = marker.read(text)
-    if found is None:
-        if hashlib.sha256(raw).hexdigest() == pristine_sha:
-            return FileStatus(rel, "pristine", f"unpatched open-webui {manifest.owui_version}")
-        return FileStatus(rel, "modified", f"neither pristine open-webui {manifest.owui_version} nor patched")
-    if not marker.intact(found, body):
-        return FileStatus(rel, "tampered", "marker present but the text under it changed")
-    if (found.patch_version, found.owui_version) != (manifest.patch_version, manifest.owui_version):
-        return FileStatus(rel, "other-patch", f"patch {found.patch_version} for open-webui {found.owui_version}")
-    return FileStatus(rel, "patched", f"patch {found.patch_version} for open-webui {found.owui_version}")
-
-
-def check(root: Path, manifest: Manifest) -> CheckReport:
-    statuses = tuple(_file_status(root, f.path, f.sha256, manifest) for f in manifest.files)
-    return CheckReport(root, manifest.patch_version, manifest.owui_version, statuses)
+def run_check(args: argparse.Namespace) -> int:
+    manifest = load(args.manifest)
+    root = args.open_webui_dir or locate_open_webui()
+    report = check(root, manifest)
+    if args.json:
+        print(json.dumps({
+            "active": report.active,
+            "patch_version": report.patch_version,
+            "open_webui_version": report.owui_version,
+            "open_webui_dir": str(report.target),
+            "files": [{"path": f.path, "state": f.state, "detail": f.detail} for f in report.files],
+        }))
+    else:
+        for f in report.files:
+            print(f"{f.state:12} {f.path}" + (f"  ({f.detail})" if f.detail else ""))
+        if report.active:
+            print(f"active: ragfr-owui-patch {report.patch_version} for open-webui {report.owui_version} "
+                  f"in {report.target}")
+        else:
+            print(f"NOT active: expected ragfr-owui-patch {report.patch_version} for open-webui "
+                  f"{report.owui_version} in {report.target}")
+    return 0 if report.active else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m ragfr.owui.check`: the same as `ragfr owui check`, importing only this package."""
-    import argparse
-    import sys
-
-    from ragfr.cli.owui import EPILOG, add_check_arguments, run_check
-    from ragfr.errors import RagfrError
-
     parser = argparse.ArgumentParser(
         prog="python -m ragfr.owui.check", description="Report whether the ragfr Open WebUI patch is active.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -13,3 +13,7 @@ class PatchError(RagfrError):
 
 class VectorLengthError(RagfrError, ValueError):
     """An embedding whose dimension differs from the stored space: rejected, never padded or truncated."""
+
+
+class OwuiError(RagfrError):
+    """An Open WebUI process that ragfr drives (the evaluation's stock-path driver) failed or exited."""

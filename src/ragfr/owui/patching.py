@@ -13,6 +13,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ragfr.owui import marker
 from ragfr.owui.edits import AnchorProblem, apply_edits, find_problems
@@ -23,7 +24,7 @@ from ragfr.owui.manifest import FileSpec, Manifest
 @dataclass(frozen=True)
 class FileOutcome:
     path: str
-    state: str  # "patched" | "already patched"
+    state: Literal["patched", "already patched"]
     edits: int
 
 

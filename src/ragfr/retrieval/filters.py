@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from psycopg import sql
 
@@ -34,13 +34,20 @@ _DATE_SQL = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
 _JSON_SCALAR = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?|true|false")
 
 
+# Equality and set membership compare text; the four comparisons are numeric, or dates as ISO text.
+FilterOp = Literal["eq", "in", "gt", "gte", "lt", "lte"]
+FILTER_OPS: tuple[FilterOp, ...] = get_args(FilterOp)
+
+
 @dataclass(frozen=True)
 class Condition:
     key: str
-    op: str  # "eq", "in", "gt", "gte", "lt", "lte"
+    op: FilterOp
     values: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        if self.op not in FILTER_OPS:
+            raise ConfigError(f"unknown filter operator {self.op!r} on {self.key!r}; one of {', '.join(FILTER_OPS)}")
         if not _KEY.match(self.key):
             raise ConfigError(f"invalid metadata key {self.key!r}: 1-128 characters, no NUL byte")
         if any("\x00" in v for v in self.values):
@@ -115,6 +122,8 @@ def _containment(col: sql.Identifier, c: Condition) -> tuple[sql.Composable, lis
 
 
 _OPS = (">=", "<=", "!=", ">", "<", "=")
+_COMPARISONS: dict[str, FilterOp] = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
+_MAPPING_OPS: dict[str, FilterOp] = {"$eq": "eq", "$in": "in", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 
 
 def parse_condition(text: str) -> Condition:
@@ -130,7 +139,7 @@ def parse_condition(text: str) -> Condition:
                 if any(v == "" for v in values):
                     raise ConfigError(f"{text!r}: empty value (use key=value or key=a|b)")
                 return Condition(key, "in" if len(values) > 1 else "eq", values)
-            return Condition(key, {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}[op], (value,))
+            return Condition(key, _COMPARISONS[op], (value,))
     raise ConfigError(f"cannot parse filter {text!r}: use key=value, key=a|b, key>=N, key<=N, key>N or key<N")
 
 
@@ -140,7 +149,7 @@ def from_mapping(mapping: dict[str, Any] | None) -> tuple[Condition, ...]:
     for key, spec in (mapping or {}).items():
         if isinstance(spec, dict):
             for op, value in spec.items():
-                name = {"$eq": "eq", "$in": "in", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}.get(op)
+                name = _MAPPING_OPS.get(op)
                 if name is None:
                     raise ConfigError(f"unsupported filter operator {op!r} on {key!r}")
                 values = tuple(str(v) for v in value) if name == "in" else (_scalar(value),)

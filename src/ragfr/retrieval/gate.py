@@ -10,7 +10,7 @@ Scales
         on its own; what it can say is whether the two independent arms AGREE. Defaults, expressed as
         ranks so they follow k: evidence = rank 1 in one arm and within the top 3 of the other
         (1/61 + 1/63 = 0.03227); noise floor = a single-arm rank worse than 20 (1/80 = 0.0125).
-        Calibrated (python -m ragfr.eval.gate_calibration, 2026-11-30, e5-small, golden collection):
+        Calibrated (python -m ragfr_tools.eval.gate_calibration, 2026-11-30, e5-small, golden collection):
         of 73 answerable golden questions it answers 71 (97.3%); of 40 unanswerable questions
         (eval/gate/unanswerable.jsonl) it refuses 33 (82.5%: 16/20 off-domain, 17/20 near-domain).
         The first guess, top 10 instead of top 3 (0.03068), answered 100% but refused only 40%.
@@ -20,7 +20,7 @@ Scales
         noise floor -4.0 (sigmoid 0.018). These come from the model's training objective (binary
         relevance, logit 0 = undecided), not from a calibration run on our data: no cross-encoder
         weights are available offline on our build machines. Calibrate with
-        `python -m ragfr.eval.gate_calibration --reranker MODEL` where the model is, and set
+        `python -m ragfr_tools.eval.gate_calibration --reranker MODEL` where the model is, and set
         RAGFR_GATE_CE_EVIDENCE (docs/runbooks/calibrate-relevance-threshold.md).
 """
 

@@ -58,7 +58,7 @@ SELECT sc.chunk_id, sc.score
 
 # The same BM25, filter first: when metadata conditions restrict the rows, the GIN candidates are filtered
 # inside the scan and only the survivors' tsvectors are read (at 1 % selectivity this beats walking the
-# postings of every match through the filter). Scores equal _BM25's (tests/core/test_search.py).
+# postings of every match through the filter). Scores equal _BM25's (tests/retrieval/test_search.py).
 _BM25_FILTER_FIRST = _STATS_AND_IDF + """), candidates AS (
     SELECT d.id, d.fts, d.fts_len
       FROM document_chunk d

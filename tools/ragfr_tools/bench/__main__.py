@@ -1,0 +1,195 @@
+"""`make bench`: latency, filtering honesty and HNSW recall of ragfr's retrieval core, next to stock
+Open WebUI 0.12.4 on the same rows.
+
+For each corpus size (default 10k and 100k chunks, 1024 dims): build or reuse the cached database
+(ragfr_tools.bench.store), then measure
+  1. latency of the lexical arm, the vector arm, hybrid without rerank, and hybrid filtered to exact
+     0.1 % / 1 % / 10 % classes (with how many of k came back), interleaved with Open WebUI's native
+     hybrid SQL; then Open WebUI's legacy in-memory rank_bm25 path (capped: it is slow);
+  2. HNSW recall@10 against exact search for each --ef value, with latency;
+  3. BM25 vs ts_rank_cd ranking cost on the same lexical candidates;
+  4. EXPLAIN (ANALYZE, BUFFERS) of every statement of one hybrid search and of Open WebUI's two.
+Texts are PIAF French; vectors are random unit vectors (no 1024-dim model offline): see corpus.py.
+Writes one JSON file (--out) and prints the Markdown tables (ragfr_tools.bench.report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from ragfr.db.connect import redact
+from ragfr.errors import ConfigError, DatabaseError, RagfrError
+from ragfr.retrieval.config import SearchConfig
+from ragfr_tools.bench import explain, latency, lexrank, recall, report, store
+from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
+from ragfr_tools.bench.queries import NOISE, QuerySet, make_queries
+from ragfr_tools.bench.stats import load_average, machine
+from ragfr_tools.repo import PIAF_JSON
+
+DEFAULT_PIAF = PIAF_JSON
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _sizes(text: str) -> list[int]:
+    values = _ints(text)
+    if any(v % 1000 for v in values):
+        raise argparse.ArgumentTypeError(f"sizes must be multiples of 1000 (exact 0.1 % class), got {text!r}")
+    return values
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ragfr_tools.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dsn", default=os.environ.get("DATABASE_URL"),
+                   help="superuser DSN of the cluster (`scripts/pg.sh start` prints one); benchmark databases "
+                        "named ragfr_bench_* are created there (default: $DATABASE_URL)")
+    p.add_argument("--sizes", type=_sizes, default=[10_000, 100_000],
+                   help="corpus sizes in chunks, multiples of 1000 (default: 10000,100000)")
+    p.add_argument("--dims", type=int, default=1024, help="vector dimension (default: 1024, bge-m3's)")
+    p.add_argument("--geometry", choices=[g.value for g in Geometry], default=Geometry.UNIFORM.value,
+                   help="how random vectors are drawn (default: uniform; see ragfr/bench/corpus.py)")
+    p.add_argument("--queries", type=int, default=200, help="timed queries per case (default: 200)")
+    p.add_argument("--recall-queries", type=int, default=200, help="queries for recall@10 (default: 200)")
+    p.add_argument("--lexrank-queries", type=int, default=100,
+                   help="queries for the BM25 vs ts_rank_cd comparison (default: 100)")
+    p.add_argument("--ef", type=_ints, default=[40, 64, 100, 200],
+                   help="hnsw.ef_search values for the recall table (default: 40,64,100,200)")
+    p.add_argument("--legacy-queries", type=int, default=20,
+                   help="cap on timed queries of Open WebUI's legacy path, per size (default: 20)")
+    p.add_argument("--legacy-seconds", type=float, default=60.0,
+                   help="stop timing the legacy path after this long, per size (default: 60)")
+    p.add_argument("--piaf", type=Path, default=DEFAULT_PIAF, help=f"PIAF v1.1 JSON (default: {DEFAULT_PIAF})")
+    p.add_argument("--seed", type=int, default=CorpusSpec.seed, help="generator seed (default: %(default)s)")
+    p.add_argument("--no-reuse", action="store_true", help="rebuild the corpus databases even if cached")
+    p.add_argument("--drop", action="store_true", help="drop the corpus databases at the end (no cache)")
+    p.add_argument("--skip", action="append", default=[], choices=["latency", "legacy", "recall", "lexrank", "explain"],
+                   help="skip a section (repeatable)")
+    p.add_argument("--out", type=Path, help="write the JSON result here")
+    return p
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.dsn:
+        raise ConfigError("no database: pass --dsn postgresql://... or set DATABASE_URL "
+                          "(`bash scripts/pg.sh start` prints one)")
+    started = time.perf_counter()
+    piaf = read_piaf(args.piaf)
+    result: dict[str, Any] = {
+        "benchmark": "retrieval-core", "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(), "load_average_start": load_average(),
+        # The DSN carries a password and the JSON is committed: never written out.
+        "command": "python -m ragfr_tools.bench " + " ".join("$DSN" if a == args.dsn else a for a in args.argv),
+        "params": {"dims": args.dims, "geometry": args.geometry, "queries": args.queries,
+                   "recall_queries": args.recall_queries, "lexrank_queries": args.lexrank_queries,
+                   "ef_search": args.ef, "query_vector_noise": NOISE,
+                   "search_config": {k: v for k, v in SearchConfig().__dict__.items()}},
+        "server": _server(args.dsn),
+        "sizes": {},
+    }
+    made: list[str] = []
+    for rows in args.sizes:
+        spec = CorpusSpec(rows=rows, dims=args.dims, seed=args.seed, geometry=Geometry(args.geometry),
+                          piaf_sha256=piaf.sha256)
+        t = time.perf_counter()
+        corpus = store.ensure_corpus(args.dsn, spec, piaf, reuse=not args.no_reuse, say=_say)
+        made.append(corpus.database)
+        section: dict[str, Any] = {"database": corpus.database, "cached": corpus.cached,
+                                   "prepare_s": round(time.perf_counter() - t, 1), "corpus": corpus.load}
+        with psycopg.connect(corpus.dsn, autocommit=True) as conn:
+            queries = make_queries(conn, spec, piaf, max(args.queries, args.recall_queries, args.lexrank_queries))
+        timed = _subset(queries, args.queries)
+        if "latency" not in args.skip:
+            _say(f"bench: {rows} rows: latency ({len(timed)} queries x {len(latency.ragfr_cases()) + 1} cases)")
+            section["latency"] = latency.run_latency(corpus.dsn, timed, corpus.load["class_sizes"])
+        if "legacy" not in args.skip:
+            _say(f"bench: {rows} rows: Open WebUI legacy path "
+                 f"(cap {args.legacy_queries} queries / {args.legacy_seconds:g} s)")
+            section["legacy"] = latency.run_legacy(corpus.dsn, timed, args.legacy_queries, args.legacy_seconds)
+        if "recall" not in args.skip:
+            _say(f"bench: {rows} rows: recall@10 at ef_search {args.ef}")
+            section["recall"] = recall.run_recall(corpus.dsn, _subset(queries, args.recall_queries), args.ef)
+        if "lexrank" not in args.skip:
+            _say(f"bench: {rows} rows: BM25 vs ts_rank_cd")
+            section["lexrank"] = lexrank.run_lexrank(corpus.dsn, _subset(queries, args.lexrank_queries))
+        if "explain" not in args.skip:
+            i = section.get("lexrank", {}).get("median_query", 0)
+            vector = [float(x) for x in queries.vectors[i]]
+            hybrid_config = SearchConfig(rerank=False)
+            section["explain"] = {
+                "query": queries.texts[i],
+                "ragfr_hybrid": explain.explain_search(corpus.dsn, queries.texts[i], vector, hybrid_config),
+                "owui_native": explain.explain_owui(corpus.dsn, queries.texts[i], vector, latency.K),
+            }
+        result["sizes"][str(rows)] = section
+    if args.drop:
+        for name in made:
+            store.drop(args.dsn, name)
+    result["load_average_end"] = load_average()
+    result["wall_s"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def _server(dsn: str) -> dict[str, Any]:
+    """Settings that move these figures: the test cluster's are small (scripts/pg.sh)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
+            " current_setting('work_mem'), current_setting('effective_cache_size'),"
+            " current_setting('max_parallel_workers_per_gather'), current_setting('jit'),"
+            " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')"
+        ).fetchone()
+    assert row is not None
+    keys = ("server_version", "shared_buffers", "work_mem", "effective_cache_size",
+            "max_parallel_workers_per_gather", "jit", "pgvector")
+    return dict(zip(keys, row, strict=True))
+
+
+def _subset(queries: QuerySet, n: int) -> QuerySet:
+    return QuerySet(queries.texts[:n], queries.vectors[:n], queries.sources[:n])
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = run(args)
+    except RagfrError as exc:
+        print(f"ragfr bench: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except psycopg.Error as exc:
+        message = (str(exc).strip().splitlines() or ["unknown error"])[0]
+        print(f"ragfr bench: database error ({redact(args.dsn)}): {message}", file=sys.stderr)
+        return DatabaseError.exit_code
+    text = json.dumps(result, indent=1, ensure_ascii=False)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+        _say(f"bench: wrote {args.out} (wall time {result['wall_s']} s)")
+    print(report.markdown(result), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""HTTP side of the Ollama-API test double: the few routes Open WebUI calls, nothing more.
+
+Routes: GET /, /api/version, /api/tags, /api/ps; POST /api/show, /api/embed, /api/embeddings,
+/api/chat (streamed NDJSON or one JSON object, as Ollama does), /api/generate.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ragfr.embed.base import Embedder
+from ragfr_tools.devserver.extractive import answer
+
+log = logging.getLogger(__name__)
+
+CHAT_MODEL = "ragfr-extractive-test-double"
+VERSION = "0.0.0-ragfr-test-double"
+# Open WebUI prepends RAG_EMBEDDING_QUERY_PREFIX / RAG_EMBEDDING_CONTENT_PREFIX to the texts it sends;
+# e5 needs to know which side a text is on, so the double reads the prefix and strips it.
+QUERY_PREFIX = "query: "
+PASSAGE_PREFIX = "passage: "
+BANNER = (
+    "=" * 78 + "\n"
+    "  ragfr TEST DOUBLE of the Ollama API on {url}\n"
+    "  NOT a language model: chat answers are extractive (a context sentence + its source id).\n"
+    "  Embeddings: {embedder} ({dims} dims), served as model '{model}'.\n"
+    "  For tests and `make up` without Ollama only. Every response has X-Ragfr-Test-Double: 1.\n" + "=" * 78
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _bare(name: str) -> str:
+    return name.removesuffix(":latest")
+
+
+class DoubleState:
+    """What the handler threads share: the embedder (thread-safe by a lock) and the model names."""
+
+    def __init__(self, embedder: Embedder, embedding_model: str) -> None:
+        self.embedder = embedder
+        self.embedding_model = embedding_model
+        self.lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        queries = [i for i, t in enumerate(texts) if t.startswith(QUERY_PREFIX)]
+        passages = [i for i in range(len(texts)) if i not in set(queries)]
+        out: list[list[float]] = [[] for _ in texts]
+        with self.lock:
+            if queries:
+                vectors = self.embedder.embed_queries([texts[i][len(QUERY_PREFIX) :] for i in queries])
+                for i, v in zip(queries, vectors, strict=True):
+                    out[i] = list(v)
+            if passages:
+                vectors = self.embedder.embed_passages([texts[i].removeprefix(PASSAGE_PREFIX) for i in passages])
+                for i, v in zip(passages, vectors, strict=True):
+                    out[i] = list(v)
+        return out
+
+    def models(self) -> list[dict[str, Any]]:
+        def entry(name: str, family: str) -> dict[str, Any]:
+            return {
+                "name": f"{name}:latest",
+                "model": f"{name}:latest",
+                "modified_at": _now(),
+                "size": 0,
+                "digest": "0" * 64,
+                "details": {"format": "test-double", "family": family, "parameter_size": "", "quantization_level": ""},
+            }
+
+        return [entry(CHAT_MODEL, "extractive"), entry(self.embedding_model, "embedding")]
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "ragfr-ollama-test-double"
+    state: DoubleState  # set on the subclass made by make_server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def _send(self, status: int, payload: Any, content_type: str = "application/json") -> None:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Ragfr-Test-Double", "1")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json_body(self) -> dict[str, Any] | None:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            data = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._send(400, {"error": "request body is not JSON"})
+            return None
+        if not isinstance(data, dict):
+            self._send(400, {"error": "request body must be a JSON object"})
+            return None
+        return data
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path in ("/", "/api"):
+            self._send(200, b"Ollama is running (ragfr TEST DOUBLE)", "text/plain")
+        elif path == "/api/version":
+            self._send(200, {"version": VERSION})
+        elif path == "/api/tags":
+            self._send(200, {"models": self.state.models()})
+        elif path == "/api/ps":
+            self._send(200, {"models": []})
+        else:
+            self._send(404, {"error": f"not found: {path} (ragfr test double)"})
+
+    def do_HEAD(self) -> None:
+        self._send(200, b"", "text/plain")
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        data = self._json_body()
+        if data is None:
+            return
+        routes = {
+            "/api/embed": self._embed,
+            "/api/embeddings": self._embeddings,
+            "/api/chat": self._chat,
+            "/api/generate": self._generate,
+            "/api/show": self._show,
+        }
+        route = routes.get(path)
+        if route is None:
+            self._send(404, {"error": f"not found: {path} (ragfr test double)"})
+            return
+        route(data)
+
+    def _require_model(self, data: dict[str, Any], wanted: str) -> bool:
+        name = _bare(str(data.get("model", "")))
+        if name != wanted:
+            self._send(404, {"error": f"model '{name}' not found (ragfr test double serves '{wanted}')"})
+            return False
+        return True
+
+    def _embed(self, data: dict[str, Any]) -> None:
+        if not self._require_model(data, self.state.embedding_model):
+            return
+        raw = data.get("input", [])
+        texts = [raw] if isinstance(raw, str) else [str(t) for t in raw]
+        started = time.monotonic()
+        vectors = self.state.embed(texts)
+        self._send(
+            200,
+            {
+                "model": data["model"],
+                "embeddings": vectors,
+                "total_duration": int((time.monotonic() - started) * 1e9),
+                "load_duration": 0,
+                "prompt_eval_count": sum(len(t.split()) for t in texts),
+            },
+        )
+
+    def _embeddings(self, data: dict[str, Any]) -> None:
+        if not self._require_model(data, self.state.embedding_model):
+            return
+        self._send(200, {"embedding": self.state.embed([str(data.get("prompt", ""))])[0]})
+
+    def _show(self, data: dict[str, Any]) -> None:
+        name = _bare(str(data.get("model") or data.get("name") or ""))
+        if name not in (CHAT_MODEL, self.state.embedding_model):
+            self._send(404, {"error": f"model '{name}' not found (ragfr test double)"})
+            return
+        capabilities = ["completion"] if name == CHAT_MODEL else ["embedding"]
+        self._send(200, {"modelfile": "", "parameters": "", "template": "", "details": {}, "model_info": {},
+                         "capabilities": capabilities})
+
+    def _reply(self, data: dict[str, Any], text: str, key: str) -> None:
+        message: Any = {"role": "assistant", "content": text} if key == "message" else text
+        final: dict[str, Any] = {"model": data["model"], "created_at": _now(), "done": True, "done_reason": "stop",
+                                 "total_duration": 0, "eval_count": len(text.split())}
+        if data.get("stream", True) is False:
+            self._send(200, {"model": data["model"], "created_at": _now(), key: message, **final})
+            return
+        empty: Any = {"role": "assistant", "content": ""} if key == "message" else ""
+        lines = [{"model": data["model"], "created_at": _now(), key: message, "done": False}, {key: empty, **final}]
+        self._send(200, b"".join(json.dumps(line).encode() + b"\n" for line in lines), "application/x-ndjson")
+
+    def _chat(self, data: dict[str, Any]) -> None:
+        if not self._require_model(data, CHAT_MODEL):
+            return
+        messages = data.get("messages") or []
+        self._reply(data, answer(messages if isinstance(messages, list) else []), "message")
+
+    def _generate(self, data: dict[str, Any]) -> None:
+        if not self._require_model(data, CHAT_MODEL):
+            return
+        self._reply(data, answer([{"role": "user", "content": str(data.get("prompt", ""))}]), "response")
+
+
+def make_server(host: str, port: int, embedder: Embedder, embedding_model: str) -> ThreadingHTTPServer:
+    handler = type("BoundHandler", (Handler,), {"state": DoubleState(embedder, embedding_model)})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server

@@ -8,7 +8,8 @@
 #   --tag TAG      default: localhost/ragdb:<hash of the build inputs>; an existing image with it is reused
 # The build context is a staged folder (.build/image-context) holding only what the Containerfile copies.
 set -euo pipefail
-ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 BUILD="${BUILD:-$ROOT/.build}"
 PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
 LOCAL_BASE_TAG="localhost/ragfr-bookworm-minbase:1"

@@ -8,7 +8,8 @@
 #      charts/ragfr/examples/gpu.yaml), TIMEOUT (seconds to wait for the release to be ready, 1200),
 #      KUBECONFIG / KUBE_CONTEXT (which cluster; default: kubectl's current context).
 set -euo pipefail
-ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 PY="${PY:-$ROOT/.venv/bin/python}"
 CHART="$ROOT/charts/ragfr"
 RELEASE="${RELEASE:-ragfr}"
@@ -20,12 +21,6 @@ die() { echo "deploy: $*" >&2; exit 2; }
 
 for f in $VALUES; do [[ -f "$f" ]] || die "values file not found: $f"; done
 
-kubeconfig_present() {
-  if [[ -n "${KUBECONFIG:-}" ]]; then
-    local IFS=:; for f in $KUBECONFIG; do [[ -f "$f" ]] && return 0; done; return 1
-  fi
-  [[ -f "$HOME/.kube/config" || -f /var/run/secrets/kubernetes.io/serviceaccount/token ]]
-}
 kubeconfig_present || die "no Kubernetes cluster configured (no KUBECONFIG file, no ~/.kube/config, not in a pod): nothing deployed. Point kubectl at a cluster first; to see what would be applied without one: make chart-render"
 
 if command -v helm >/dev/null 2>&1; then
@@ -41,47 +36,4 @@ fi
   || die "no helm: neither a helm binary on PATH nor helm-python-sdk in $PY (run: make setup-venv, or install helm)"
 
 echo "deploy: no helm binary; using the Helm library of helm-python-sdk ($CHART -> release $RELEASE in namespace $NAMESPACE)"
-exec "$PY" - "$CHART" "$RELEASE" "$NAMESPACE" "$TIMEOUT" "$KUBE_CONTEXT" $VALUES <<'PYEOF'
-import sys
-
-import helm_python as helm
-import yaml
-
-
-def layered(base: dict, top: dict) -> dict:
-    """Later values files win key by key, like repeated `helm -f`."""
-    out = dict(base)
-    for key, value in top.items():
-        both = isinstance(value, dict) and isinstance(out.get(key), dict)
-        out[key] = layered(out[key], value) if both else value
-    return out
-
-
-chart_dir, release, namespace, timeout, context, *value_files = sys.argv[1:]
-values: dict = {}
-for path in value_files:
-    values = layered(values, yaml.safe_load(open(path)) or {})
-
-action = "connect"
-try:
-    with helm.Config(namespace=namespace, kube_context=context or None) as cfg:
-        cfg.check_reachable()
-        try:
-            cfg.history(release, max_revisions=1)
-            action = "upgrade"
-        except helm.HelmNotFoundError:
-            action = "install"
-        common = dict(namespace=namespace, timeout=int(timeout), wait="watcher")
-        if action == "install":
-            result = cfg.install(chart_dir, release, values, create_namespace=True, **common)
-        else:
-            result = cfg.upgrade(chart_dir, release, values, **common)
-except helm.HelmKubeError as exc:
-    sys.exit(f"deploy: the cluster of the current kube context does not answer: {exc}")
-except helm.HelmError as exc:
-    sys.exit(f"deploy: {action} failed: {exc}")
-info = result.get("info") or {}
-print(f"deploy: {action} of {release} done: revision {result.get('version', '?')}, status {info.get('status', '?')}")
-if info.get("notes"):
-    print(info["notes"])
-PYEOF
+exec "$PY" -m ragfr_tools.deploy "$CHART" "$RELEASE" "$NAMESPACE" "$TIMEOUT" "$KUBE_CONTEXT" $VALUES

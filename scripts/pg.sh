@@ -18,7 +18,8 @@
 # STATE/password. TEST SETTINGS: fsync, full_page_writes and synchronous_commit are off -- a crash can lose
 # or corrupt data. Never point this at data you care about.
 set -euo pipefail
-ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 STATE="$(realpath -m "${RAGFR_PG_STATE:-$ROOT/.state/pg}")"
 PGROOT="$(realpath -m "${RAGFR_PGROOT:-$ROOT/.build/pgroot}")"
 OWNER="${RAGFR_PG_USER:-postgres}"
@@ -28,9 +29,9 @@ die() { echo "pg.sh: $*" >&2; exit 1; }
 # under a private folder (e.g. /root, mode 700) is not reachable: then run from a copy of the root under
 # /var/tmp (refreshed when its binaries change), and keep the default state there too.
 reachable() { [[ "$(id -u)" != 0 ]] || runuser -u "$OWNER" -- test -x "$1" 2>/dev/null; }
-if [[ -x "$PGROOT/usr/lib/postgresql/15/bin/postgres" ]] && ! reachable "$PGROOT/usr/lib/postgresql/15/bin"; then
+if [[ -x "$PGROOT/$PG_LIB_SUBDIR/bin/postgres" ]] && ! reachable "$PGROOT/$PG_LIB_SUBDIR/bin"; then
   alt="/var/tmp/ragfr-pgroot-$(echo "$PGROOT" | sha256sum | cut -c1-12)"
-  sig="$(stat -c '%Y %s %n' "$PGROOT"/usr/lib/postgresql/15/bin/postgres "$PGROOT"/usr/lib/postgresql/15/lib/*.so \
+  sig="$(stat -c '%Y %s %n' "$PGROOT/$PG_LIB_SUBDIR"/bin/postgres "$PGROOT/$PG_LIB_SUBDIR"/lib/*.so \
          | sha256sum | cut -c1-16)"
   if [[ "$(cat "$alt/.ragfr-sig" 2>/dev/null)" != "$sig" ]]; then
     rm -rf "$alt.tmp" && cp -a "$PGROOT" "$alt.tmp" && echo "$sig" > "$alt.tmp/.ragfr-sig"
@@ -42,7 +43,7 @@ fi
 if [[ -z "${RAGFR_PG_STATE:-}" ]] && ! reachable "$(dirname "$(dirname "$STATE")")"; then
   STATE="/var/tmp/ragfr-state-$(echo "$ROOT" | sha256sum | cut -c1-12)/pg"
 fi
-BIN="$PGROOT/usr/lib/postgresql/15/bin"
+BIN="$PGROOT/$PG_LIB_SUBDIR/bin"
 DATA="$STATE/data"
 SOCK="$STATE/sock"
 
@@ -52,9 +53,6 @@ as_owner() {
   if [[ "$(id -u)" == 0 ]]; then (cd / && runuser -u "$OWNER" -- "$@"); else "$@"; fi
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 
 url() {
   local db="${1:-postgres}"

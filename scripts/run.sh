@@ -5,13 +5,9 @@
 # A kubeconfig that points at a cluster which does not answer is an error, not a silent local fallback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-has_kubeconfig() {
-  if [[ -n "${KUBECONFIG:-}" ]]; then
-    local IFS=:; for f in $KUBECONFIG; do [[ -f "$f" ]] && return 0; done; return 1
-  fi
-  [[ -f "$HOME/.kube/config" || -f /var/run/secrets/kubernetes.io/serviceaccount/token ]]
-}
-if has_kubeconfig; then
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+if kubeconfig_present; then
   echo "run: a Kubernetes context is configured: deploying charts/ragfr to it (make deploy)"
   exec make --no-print-directory deploy
 fi

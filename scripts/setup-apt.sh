@@ -5,7 +5,8 @@
 # Skips everything when a stamp records that this exact package list was already installed.
 set -euo pipefail
 
-ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 STAMP_DIR="$ROOT/.build/stamps"
 
 BOOKWORM_PKGS=(

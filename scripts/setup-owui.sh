@@ -8,7 +8,8 @@
 #      --no-deps --target); ragfr itself comes from src/ on PYTHONPATH, exactly like /opt/ragfr/site in the pod.
 # Skips everything when a stamp keyed on this script, the requirements and the Python version exists.
 set -euo pipefail
-ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 VENV="${OWUI_VENV:-$ROOT/.venv-owui}"
 PYTHON="${PYTHON:-python3}"
 OWUI_SPEC="open-webui[postgres]==0.12.4"

@@ -4,7 +4,8 @@
 # then the package in editable mode with every extra, then the repository tools (tools/, editable). Skips when a stamp keyed on pyproject.toml's hash and
 # the Python version exists. Env: VENV (default .venv), PYTHON (default python3).
 set -euo pipefail
-ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 VENV="${VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3}"
 TORCH_SPEC="torch==2.13.0"

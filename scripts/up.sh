@@ -7,7 +7,8 @@
 #   4. Open WebUI on http://127.0.0.1:${OWUI_PORT:-8080} with charts/ragfr/files/openwebui-env.yaml.
 # Processes run in the background; their pids and logs are in .state/owui/. `make down` stops them.
 set -euo pipefail
-ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 VENV="${VENV:-$ROOT/.venv}"
 OWUI_VENV="${OWUI_VENV:-$ROOT/.venv-owui}"
 STATE="$ROOT/.state/owui"

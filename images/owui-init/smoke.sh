@@ -3,7 +3,8 @@
 # open-webui 0.12.4 files from .venv-owui: pristine -> exit 0 and an active check; modified -> exit 2 with
 # one clear line and nothing written. Usage: images/owui-init/smoke.sh IMAGE_TAG
 set -euo pipefail
-ROOT="${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}"
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
 IMAGE="${1:?usage: smoke.sh IMAGE_TAG}"
 PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
 # This machine refuses podman's default RLIMIT_NPROC; explicit limits below the host's work.

@@ -1,0 +1,5 @@
+import sys
+
+from ragfr.cli import main
+
+sys.exit(main())

@@ -1,0 +1,54 @@
+"""`ragfr` command line: one sub-command module per verb, each exposing `register(subparsers)`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from ragfr import __version__
+from ragfr.cli import ask, datasets, embeddings, ingest, migrate, owui, search
+from ragfr.cli import eval as eval_cmd
+from ragfr.errors import RagfrError
+
+# One module per verb, each with `register(subparsers)`; imported statically so that a missing or renamed
+# module is an import error at once, never a verb that silently disappears.
+COMMANDS = (migrate, ingest, search, ask, eval_cmd, datasets, embeddings, owui)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragfr",
+        description=(
+            "French hybrid retrieval on PostgreSQL + pgvector: French BM25 and HNSW vector arms, "
+            "Reciprocal Rank Fusion, cross-encoder rerank and an evidence gate. "
+            "Run `ragfr COMMAND --help` for each command."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"ragfr {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        rc: int = args.func(args)
+    except RagfrError as err:
+        print(f"ragfr: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("ragfr: interrupted", file=sys.stderr)
+        return 130
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""`ragfr ask`: search, the evidence gate, then a cited answer from the chat model — or a diagnostic."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from ragfr.ask import OllamaChat
+from ragfr.cli.search import add_search_options
+
+EPILOG = """\
+No synthesis below the evidence threshold: when the best passage does not clear it, the chat model is
+NOT called; you get `grounded: false`, the exact scores and the threshold they missed (see
+ragfr/retrieval/gate.py for the scales: RRF when --no-rerank, cross-encoder logits otherwise).
+
+examples:
+  ragfr ask --collection contrats "Quel est le délai pour déclarer un vol ?"
+  ragfr ask --collection contrats --no-rerank --json --chat-model qwen2.5:3b "Qu'est-ce qui n'est pas couvert ?"
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ask", help="grounded answer with citations, or an honest 'not enough evidence'",
+                       description="Search, gate on evidence, then answer through Ollama chat citing chunk ids.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_search_options(p)
+    p.add_argument("--chat-model", default=os.environ.get("RAGFR_CHAT_MODEL", "qwen2.5:3b"),
+                   help="Ollama chat model (default $RAGFR_CHAT_MODEL or qwen2.5:3b); host from $OLLAMA_HOST")
+    p.add_argument("question")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragfr.ask import answer
+    from ragfr.cli.search import run_search
+
+    args.query = args.question
+    result = run_search(args)
+    out = answer(result, _chat_client(), args.chat_model)
+    if args.json:
+        print(json.dumps(out.to_json(), ensure_ascii=False, indent=2))
+    elif out.grounded:
+        print(out.answer)
+        print(f"\nsources: {', '.join(out.citations)}")
+    else:
+        print(f"Pas assez d'éléments pour répondre (grounded: false). {out.evidence.reason}")
+        for doc_id, score in out.evidence.scores:
+            print(f"  {doc_id}: {score:.5f}")
+    return 0 if out.grounded else 3
+
+
+def _chat_client() -> OllamaChat:
+    from ragfr.ask import OllamaChat
+
+    return OllamaChat()

@@ -1,0 +1,106 @@
+"""`ragfr search` and the options it shares with `ragfr ask`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from ragfr.cli.common import add_dsn, require_dsn
+
+EPILOG = """\
+how it ranks:
+  lexical arm   French BM25 (Snowball stems, accents folded) on chunks containing ANY query term
+  vector arm    cosine on the HNSW index, hnsw.ef_search pinned, iterative scan strict_order
+  fusion        Reciprocal Rank Fusion (k=60), ties broken by chunk id
+  rerank        cross-encoder on the top 10 fused chunks, keeps 3 (--no-rerank: the fused top -k)
+Filters are hard constraints applied inside both arms: key=value, key=a|b (any of), key>=N, key<=N,
+key>N, key<N (numbers or ISO dates). If a filtered arm hits its scan budget before finding enough rows,
+the result says so (underfilled, with counts) instead of coming back short in silence.
+
+examples:
+  ragfr search --collection contrats "Comment déclarer un sinistre ?"
+  ragfr search --collection contrats --filter produit=habitation --filter annee>=2023 \
+      -k 5 --no-rerank --json "franchise"
+"""
+
+
+def add_search_options(p: argparse.ArgumentParser) -> None:
+    add_dsn(p)
+    p.add_argument("--collection", action="append", required=True, metavar="NAME",
+                   help="collection to search (repeat for several)")
+    p.add_argument("--embedder", metavar="SPEC",
+                   help="query embedder (default: the stored embedding space's model; another one is refused)")
+    p.add_argument("--filter", action="append", default=[], metavar="EXPR",
+                   help="hard metadata filter, e.g. produit=habitation, annee>=2023 (repeatable)")
+    p.add_argument("-k", type=int, default=None,
+                   help="results to return (default 3 with the reranker, 10 without)")
+    p.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder (results = fused top -k)")
+    p.add_argument("--reranker", default=os.environ.get("RAGFR_RERANKER", "cross-encoder/ms-marco-MiniLM-L-6-v2"),
+                   help="cross-encoder name or local path (default $RAGFR_RERANKER or ms-marco-MiniLM-L-6-v2)")
+    p.add_argument("--rerank-candidates", type=int, default=10, help="fused chunks the reranker sees (default 10)")
+    p.add_argument("--ef-search", type=int, default=None, help="hnsw.ef_search (default: the benchmarked value)")
+    p.add_argument("--lexical-only", action="store_true", help="only the French BM25 arm")
+    p.add_argument("--semantic-only", action="store_true", help="only the vector arm")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("search", help="hybrid French search over ingested chunks",
+                       description="Hybrid French search: BM25 + vector arms, RRF, cross-encoder.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_search_options(p)
+    p.add_argument("query", help="the question or keywords (quote it)")
+    p.set_defaults(func=run)
+
+
+def run_search(args: argparse.Namespace) -> Any:
+    from ragfr.db.connect import connect
+    from ragfr.embed import load_embedder, read_space
+    from ragfr.errors import ConfigError
+    from ragfr.retrieval.config import SearchConfig
+    from ragfr.retrieval.filters import parse_condition
+    from ragfr.retrieval.hybrid import search
+    from ragfr.retrieval.rerank import load_reranker
+
+    if args.lexical_only and args.semantic_only:
+        raise ConfigError("--lexical-only and --semantic-only exclude each other")
+    conditions = [parse_condition(f) for f in args.filter]
+    rerank = not args.no_rerank
+    k = args.k if args.k is not None else (3 if rerank else 10)
+    changes: dict[str, Any] = {
+        "k": k, "rerank": rerank, "rerank_keep": k, "rerank_top_n": max(args.rerank_candidates, k),
+        "lexical": not args.semantic_only, "semantic": not args.lexical_only,
+    }
+    if args.ef_search is not None:
+        changes["ef_search"] = args.ef_search
+    config = SearchConfig().with_(**changes)
+    reranker = load_reranker(args.reranker) if rerank else None  # fails loudly before any query runs
+    with connect(require_dsn(args)) as conn:
+        embedder = None
+        if config.semantic:
+            embedder = load_embedder(args.embedder or read_space(conn).model)
+        return search(conn, args.query, collections=args.collection, conditions=conditions, embedder=embedder,
+                      config=config, reranker=reranker)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = run_search(args)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    if not result.hits:
+        print("no result")
+    for i, h in enumerate(result.hits, 1):
+        ranks = f"lex={h.lexical_rank or '-'} sem={h.semantic_rank or '-'} rrf={h.rrf_score:.5f}"
+        if h.rerank_score is not None:
+            ranks += f" rerank={h.rerank_score:.3f}"
+        snippet = " ".join(h.text.split())[:200]
+        print(f"{i}. {h.id}  [{ranks}]\n   {snippet}")
+    if result.underfilled:
+        print(f"UNDERFILLED: {result.underfill_reason}")
+    s = result.settings
+    print(f"(ef_search={s['ef_search']} iterative_scan={s['iterative_scan']} rrf_k={s['rrf_k']} "
+          f"model={s['embedding_model']})")
+    return 0

@@ -1,0 +1,51 @@
+"""Opening PostgreSQL connections with errors a person can act on."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from ragfr.errors import ConfigError, DatabaseError
+
+# SQLAlchemy-style URLs (as Open WebUI's PGVECTOR_DB_URL) name a driver after '+'; libpq does not.
+_DRIVER_SUFFIX = re.compile(r"^(postgres(?:ql)?)\+[a-z0-9_]+://", re.IGNORECASE)
+
+
+def normalize_dsn(dsn: str) -> str:
+    """Accept libpq DSNs and SQLAlchemy URLs (`postgresql+psycopg2://...`) alike."""
+    if not dsn or not dsn.strip():
+        raise ConfigError("empty DSN: pass --dsn postgresql://USER:PASSWORD@HOST:PORT/DATABASE (or set DATABASE_URL)")
+    if "\x00" in dsn:
+        raise ConfigError("the DSN contains a NUL byte")
+    return _DRIVER_SUFFIX.sub(r"\1://", dsn.strip())
+
+
+def redact(dsn: str) -> str:
+    """The DSN with its password replaced, for messages and logs."""
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:
+        return "<unparseable DSN>"
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def connect(dsn: str, *, autocommit: bool = False, timeout: int = 10) -> psycopg.Connection[TupleRow]:
+    """Connect, or raise DatabaseError naming the server (password redacted) and libpq's reason."""
+    dsn = normalize_dsn(dsn)
+    try:
+        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=timeout, application_name="ragfr")
+    except psycopg.ProgrammingError as exc:  # malformed DSN
+        raise ConfigError(f"invalid DSN {redact(dsn)}: {_first_line(exc)}") from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to {redact(dsn)}: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__

@@ -1,0 +1,92 @@
+"""`migrate --dry-run`: every check of a real run, then the steps it would take with measured sizes and a
+time estimate from embedding a sample of the stored chunks; nothing is written."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+from psycopg import sql
+
+from ragfr.embed import parse_spec
+from ragfr.embed.space import read_space
+from ragfr.embmigrate import backfill, catalog, lock, names, state
+from ragfr.embmigrate.runner import MigrateOptions, check_options, load_target, open_connection
+
+RATE_SAMPLE = 32
+# HNSW element overhead besides the vector: 2*m layer-0 neighbour TIDs (6 bytes) + headers, m=16.
+_HNSW_OVERHEAD = 2 * 16 * 6 + 24
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def plan(opts: MigrateOptions) -> list[str]:
+    check_options(opts)
+    target = parse_spec(opts.to).model_id
+    with open_connection(opts.dsn) as conn:
+        catalog.require_schema(conn)
+        space = read_space(conn)
+        current = state.open_migration(conn)
+        lines = [f"database embedding space: {space.model} ({space.dims} dims)"]
+        if lock.is_held(conn):
+            lines.append(f"WARNING: a migration is running now ({lock.holder(conn)}); a real run would stop")
+        if current is not None and current.to_model != target:
+            lines.append(f"a migration to {current.to_model} is open (phase {current.phase}): a real run would refuse")
+            return lines
+        if current is None and space.model == target:
+            return [*lines, f"already on {target}: nothing to do"]
+        embedder, dims = load_target(opts.to, opts.dims, opts.batch)
+        total, _ = catalog.row_counts(conn, names.VECTOR)
+        todo = total if current is None else backfill.pending(conn, backfill.NEXT)
+        rate = _measured_rate(conn, embedder)
+        heap, index_bytes = _sizes(conn)
+        index_est = index_bytes * (4 * dims + 8 + _HNSW_OVERHEAD) / (4 * space.dims + 8 + _HNSW_OVERHEAD)
+        eta = todo / rate if rate else float("nan")
+        lines += [
+            f"target: {target}, {dims} dims (probed), batch {opts.batch}",
+            f"open migration: #{current.id}, phase {current.phase}" if current else "no open migration: start one",
+            f"chunks: {total}, to embed: {todo}",
+            f"measured embedding rate on {min(RATE_SAMPLE, total)} stored chunks: {rate:,.1f} chunks/s "
+            f"-> backfill about {eta / 60:,.1f} min (derived)",
+            f"disk now: table {_mib(heap)}, {names.INDEX} {_mib(index_bytes)}",
+            f"disk added (derived): {names.VECTOR_NEXT} ~{_mib(total * (4 * dims + 8))}, "
+            f"{names.INDEX_NEXT} ~{_mib(index_est)}, one dead version per row until autovacuum ~{_mib(heap)}",
+            "steps:",
+            f"  1. add {names.VECTOR_NEXT} vector({dims}), {names.MODEL_NEXT} text and trigger {names.TRIGGER_NEXT}",
+            f"  2. re-embed {todo} chunk(s) in batches of {opts.batch} (checkpointed per batch)",
+            f"  3. CREATE INDEX CONCURRENTLY {names.INDEX_NEXT} (same method/options as {names.INDEX})",
+            f"  4. catch up rows written meanwhile; verify completeness and recall@10 >= {opts.min_recall} "
+            f"({opts.recall_sample} queries, ef_search {opts.ef_search})",
+            "  5. " + ("stop before the switch (--no-switch)" if opts.no_switch else
+                       f"switch in one transaction: {names.VECTOR}->{names.VECTOR_PREV}, "
+                       f"{names.VECTOR_NEXT}->{names.VECTOR}, indexes likewise, space -> {target}"),
+            "nothing was changed (--dry-run)",
+        ]
+        return lines
+
+
+def _measured_rate(conn: psycopg.Connection, embedder: backfill.PassageEmbedder) -> float:
+    texts = [
+        str(r[0])
+        for r in conn.execute(
+            sql.SQL("SELECT text FROM {} WHERE text <> '' ORDER BY md5(id) LIMIT %s").format(
+                sql.Identifier(names.TABLE)
+            ),
+            (RATE_SAMPLE,),
+        )
+    ]
+    if not texts:
+        return 0.0
+    start = time.perf_counter()
+    embedder.embed_passages(texts)
+    return len(texts) / max(time.perf_counter() - start, 1e-9)
+
+
+def _sizes(conn: psycopg.Connection) -> tuple[int, int]:
+    row = conn.execute(
+        "SELECT pg_table_size(to_regclass(%s)), pg_relation_size(to_regclass(%s))", (names.TABLE, names.INDEX)
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])

@@ -1,0 +1,378 @@
+"""The four commands (migrate, rollback, finalize, status) as one state machine over `state.PHASES`.
+
+Every step is idempotent and starts by looking at the database, never at a local file: re-running the
+same `migrate` after an interruption anywhere (a `kill -9` included) continues from what was committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from ragfr.db.connect import connect
+from ragfr.embed import load_embedder, parse_spec
+from ragfr.embed.space import EmbeddingSpace, read_space
+from ragfr.embmigrate import backfill, catalog, ddl, indexing, lock, names, state, swap, verify
+from ragfr.embmigrate.backfill import PassageEmbedder
+from ragfr.embmigrate.errors import MigrationStateError, VerificationError
+from ragfr.embmigrate.faults import kill_point
+from ragfr.embmigrate.settings import MigrationSettings
+from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
+
+log = logging.getLogger(__name__)
+
+Say = Callable[[str], None]
+# Called after the switch (or a rollback) has committed, e.g. to point Open WebUI at the new space.
+SpaceHook = Callable[[str, int], None]
+
+HNSW_MAX_DIMS = 2000  # pgvector 0.8: HNSW/IVFFlat index `vector` columns of at most 2,000 dimensions
+PROBE_TEXT = "Ceci est une phrase de contrôle pour mesurer la dimension du modèle."
+
+
+@dataclass(frozen=True, kw_only=True)
+class MigrateOptions(MigrationSettings):
+    dsn: str
+    progress: bool = True
+
+
+def open_connection(dsn: str) -> psycopg.Connection:
+    """Autocommit session (transactions are explicit, CREATE INDEX CONCURRENTLY needs none open)."""
+    conn = connect(dsn, autocommit=True)
+    conn.execute("SET application_name = 'ragfr-embeddings'")
+    # A killed migrator's backend must stop too, not finish a long index build nobody will use.
+    conn.execute("SET client_connection_check_interval = '1s'")
+    return conn
+
+
+def check_options(opts: MigrateOptions) -> None:
+    if opts.batch < 1 or opts.batch > 10_000:
+        raise ConfigError(f"--batch must be between 1 and 10000, got {opts.batch}")
+    if opts.dims is not None and not 1 <= opts.dims <= HNSW_MAX_DIMS:
+        raise ConfigError(f"--dims must be between 1 and {HNSW_MAX_DIMS} (pgvector's HNSW limit), got {opts.dims}")
+    if not 0.0 < opts.min_recall <= 1.0:
+        raise ConfigError(f"--min-recall must be in (0, 1], got {opts.min_recall}")
+    if opts.recall_sample < 1:
+        raise ConfigError(f"--recall-sample must be at least 1, got {opts.recall_sample}")
+    if opts.ef_search < 1 or opts.ef_search > 1000:
+        raise ConfigError(f"--ef-search must be between 1 and 1000, got {opts.ef_search}")
+
+
+def load_target(spec: str, dims: int | None, batch: int) -> tuple[PassageEmbedder, int]:
+    """The target embedder and the dimension it REALLY returns (one probe), checked against --dims."""
+    embedder = load_embedder(parse_spec(spec), batch_size=batch, cache=False)
+    probe = embedder.embed_passages([PROBE_TEXT])
+    actual = len(probe[0])
+    if dims is not None and dims != actual:
+        raise EmbeddingSpaceError(
+            f"--dims {dims} disagrees with {embedder.model_id}, which returns {actual}-dimensional vectors; "
+            "nothing was changed"
+        )
+    if actual > HNSW_MAX_DIMS:
+        raise EmbeddingSpaceError(
+            f"{embedder.model_id} returns {actual} dimensions; pgvector's HNSW index takes at most {HNSW_MAX_DIMS}"
+        )
+    return embedder, actual
+
+
+def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) -> int:
+    check_options(opts)
+    target = parse_spec(opts.to).model_id
+    with open_connection(opts.dsn) as conn:
+        catalog.require_schema(conn)
+        with lock.migration_lock(conn):
+            space = read_space(conn)
+            current = state.open_migration(conn)
+            if current is not None and current.to_model != target:
+                raise MigrationStateError(
+                    f"a migration to {current.to_model} is open (phase {current.phase}); resume it with "
+                    f"--to {current.to_model}, or run `ragfr embeddings rollback` first; nothing was changed"
+                )
+            if current is not None and current.phase == "switched":
+                say(f"already switched to {target}; old vectors kept until `ragfr embeddings finalize`")
+                if on_switch is not None:
+                    on_switch(current.to_model, current.to_dims)
+                return 0
+            if current is None and space.model == target:
+                if opts.dims is not None and opts.dims != space.dims:
+                    raise EmbeddingSpaceError(
+                        f"the database already uses {target} with {space.dims} dims, --dims says {opts.dims}"
+                    )
+                say(f"the database already uses {target} ({space.dims} dims); nothing to do")
+                return 0
+            embedder, dims = load_target(opts.to, opts.dims, opts.batch)
+            if current is None:
+                migration_id = _prepare(conn, space, target, dims, say)
+            else:
+                if current.to_dims != dims:
+                    raise EmbeddingSpaceError(
+                        f"the open migration expects {current.to_dims}-dim vectors from {target}, "
+                        f"which now returns {dims}; roll it back and start again"
+                    )
+                migration_id = current.id
+                say(f"resuming migration #{migration_id} to {target} (phase {current.phase})")
+            return _run(conn, migration_id, embedder, dims, opts, say, on_switch)
+
+
+def _prepare(conn: psycopg.Connection, space: EmbeddingSpace, target: str, dims: int, say: Say) -> int:
+    for leftover in (names.VECTOR_NEXT, names.VECTOR_PREV, names.MODEL_NEXT, names.MODEL_PREV):
+        if catalog.column(conn, leftover) is not None:
+            raise DatabaseError(
+                f"{names.TABLE}.{leftover} exists but no migration is open (created by hand?); "
+                "drop it before migrating; nothing was changed"
+            )
+    unexpected = [d for d in catalog.dependents(conn, names.VECTOR) if names.INDEX not in d]
+    unexpected += catalog.dependents(conn, names.MODEL)
+    if unexpected:
+        raise DatabaseError(
+            f"objects depend on {names.TABLE}.vector/embedding_model and would not follow the switch: "
+            f"{', '.join(unexpected)}; nothing was changed"
+        )
+    no_text = conn.execute(
+        f"SELECT count(*) FROM {names.TABLE} WHERE text IS NULL OR text = ''"  # noqa: S608
+    ).fetchone()
+    if no_text and no_text[0]:
+        raise DatabaseError(
+            f"{no_text[0]} chunk(s) have no text to re-embed (text NULL or empty); delete or fix them "
+            "first; nothing was changed"
+        )
+
+    def work(c: psycopg.Connection) -> int:
+        migration_id = state.create(c, space.model, space.dims, target, dims)
+        ddl.add_next(c, dims)
+        return migration_id
+
+    migration_id = ddl.in_locked_transaction(conn, "prepare", work)
+    say(f"migration #{migration_id}: {space.model} ({space.dims} dims) -> {target} ({dims} dims); "
+        f"shadow column {names.VECTOR_NEXT} added")
+    kill_point("after-prepare")
+    return migration_id
+
+
+def _phase(conn: psycopg.Connection, migration_id: int) -> state.Phase:
+    current = state.open_migration(conn)
+    if current is None or current.id != migration_id:
+        found = f"#{current.id} ({current.phase})" if current else "none"
+        raise MigrationStateError(
+            f"migration #{migration_id} is no longer the open one (open now: {found}); "
+            "another process rolled it back or finalized it: see `ragfr embeddings status`"
+        )
+    return current.phase
+
+
+def _run(
+    conn: psycopg.Connection,
+    migration_id: int,
+    embedder: PassageEmbedder,
+    dims: int,
+    opts: MigrateOptions,
+    say: Say,
+    on_switch: SpaceHook | None,
+) -> int:
+    if _phase(conn, migration_id) == "backfill":
+        written = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress)
+        with conn.transaction():
+            state.set_phase(conn, migration_id, "index")
+        say(f"backfill done: {written} chunk(s) embedded in this run")
+        kill_point("after-backfill")
+    if _phase(conn, migration_id) == "index":
+        live = catalog.index(conn, names.INDEX)
+        if live is None:
+            raise MigrationStateError(f"index {names.INDEX} is missing: the schema was changed outside ragfr "
+                                      "(re-create it with `ragfr migrate`)")
+        built = indexing.ensure_index(conn, live, names.INDEX_NEXT, names.VECTOR_NEXT, opts.maintenance_work_mem)
+        kill_point("after-index")
+        with conn.transaction():
+            state.set_phase(conn, migration_id, "verify")
+        say(f"index {names.INDEX_NEXT} {'built' if built else 'already valid'}")
+    if _phase(conn, migration_id) in ("verify", "ready"):
+        _verify(conn, migration_id, embedder, dims, opts, say)
+        kill_point("after-verify")
+    if opts.no_switch:
+        say("verified; not switching (--no-switch). Re-run the same command without it to switch.")
+        return 0
+    _switch(conn, migration_id, embedder, dims, opts, say)
+    kill_point("after-switch")
+    if on_switch is not None:
+        on_switch(embedder.model_id, dims)
+    return 0
+
+
+def _verify(
+    conn: psycopg.Connection,
+    migration_id: int,
+    embedder: PassageEmbedder,
+    dims: int,
+    opts: MigrateOptions,
+    say: Say,
+) -> None:
+    caught = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress)
+    if caught:
+        say(f"caught up {caught} chunk(s) written during the migration")
+    done = verify.completeness(conn, names.VECTOR_NEXT, names.MODEL_NEXT, embedder.model_id)
+    if not done.complete:
+        raise VerificationError(
+            f"new space incomplete: {done.missing} chunk(s) without a vector, {done.no_text} without text, "
+            f"{done.wrong_model} from another model; re-run to resume"
+        )
+    recall = verify.recall_at_10(
+        conn, names.VECTOR_NEXT, names.INDEX_NEXT, sample=opts.recall_sample, ef_search=opts.ef_search
+    )
+    say(
+        f"verified: {done.rows} chunk(s) have a {dims}-dim {embedder.model_id} vector; HNSW recall@10 "
+        f"{recall.mean:.3f} (worst {recall.worst:.2f}) over {recall.sample} sampled queries, ef_search {opts.ef_search}"
+    )
+    if recall.mean < opts.min_recall:
+        raise VerificationError(
+            f"HNSW recall@10 {recall.mean:.3f} is below --min-recall {opts.min_recall}; raise --ef-search "
+            "(or the index's ef_construction) and re-run"
+        )
+    with conn.transaction():
+        state.set_phase(
+            conn, migration_id, "ready", recall_at_10=recall.mean, recall_sample=recall.sample
+        )
+
+
+def _switch(
+    conn: psycopg.Connection,
+    migration_id: int,
+    embedder: PassageEmbedder,
+    dims: int,
+    opts: MigrateOptions,
+    say: Say,
+) -> None:
+    # Catch up outside the lock first, so that the locked transaction only meets the last few writes.
+    backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False)
+    live = catalog.column(conn, names.VECTOR)
+    if live is None:
+        raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
+                                  "outside ragfr")
+
+    def work(c: psycopg.Connection) -> int:
+        swap.lock_table(c)
+        late = backfill.fill(c, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False)
+        done = verify.completeness(c, names.VECTOR_NEXT, names.MODEL_NEXT, embedder.model_id)
+        if not done.complete:
+            raise VerificationError(f"new space incomplete at the switch ({done}); nothing was switched")
+        swap.forward(c, to_model=embedder.model_id, to_dims=dims, live_not_null=live.not_null)
+        state.set_phase(c, migration_id, "switched")
+        kill_point("switch-before-commit")
+        return late
+
+    late = ddl.in_locked_transaction(conn, "switch", work)
+    say(
+        f"switched: document_chunk.vector is now {embedder.model_id} ({dims} dims) with index {names.INDEX}"
+        f"{f'; {late} late write(s) embedded under the lock' if late else ''}; old vectors kept in "
+        f"{names.VECTOR_PREV} until `ragfr embeddings finalize`"
+    )
+
+
+def rollback(
+    dsn: str, say: Say, *, batch: int = 64, progress: bool = True, on_rollback: SpaceHook | None = None
+) -> int:
+    """Before the switch: drop the shadow. After: re-embed rows the old space lacks, then swap back."""
+    with open_connection(dsn) as conn:
+        catalog.require_schema(conn)
+        with lock.migration_lock(conn):
+            current = state.open_migration(conn)
+            if current is None:
+                raise MigrationStateError("no embedding migration is open: nothing to roll back")
+            if current.phase in state.BEFORE_SWITCH:
+
+                def abort(c: psycopg.Connection) -> None:
+                    ddl.drop_columns(c, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
+                    state.set_phase(c, current.id, "rolled_back")
+                    kill_point("rollback-before-commit")
+
+                ddl.in_locked_transaction(conn, "rollback", abort)
+                say(f"rolled back migration #{current.id} before its switch: {current.from_model} stays live")
+                return 0
+            _rollback_switched(conn, current, batch, progress, say)
+    if on_rollback is not None:
+        on_rollback(current.from_model, current.from_dims)
+    return 0
+
+
+def _rollback_switched(
+    conn: psycopg.Connection, current: state.Migration, batch: int, progress: bool, say: Say
+) -> None:
+    embedder: PassageEmbedder | None = None
+
+    def old_embedder() -> PassageEmbedder:
+        nonlocal embedder
+        if embedder is None:
+            embedder, _ = load_target(current.from_model, current.from_dims, batch)
+        return embedder
+
+    if backfill.pending(conn, backfill.PREV):
+        backfill.fill(conn, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=progress)
+    live = catalog.column(conn, names.VECTOR)
+    if live is None:
+        raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
+                                  "outside ragfr")
+
+    def work(c: psycopg.Connection) -> None:
+        swap.lock_table(c)
+        if backfill.pending(c, backfill.PREV):
+            backfill.fill(c, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=False)
+        done = verify.completeness(c, names.VECTOR_PREV, names.MODEL_PREV, current.from_model)
+        if not done.complete:
+            raise VerificationError(f"old space incomplete ({done}); nothing was rolled back")
+        swap.back(c, from_model=current.from_model, from_dims=current.from_dims, live_not_null=live.not_null)
+        state.set_phase(c, current.id, "rolled_back")
+        kill_point("rollback-before-commit")
+
+    ddl.in_locked_transaction(conn, "rollback", work)
+    say(
+        f"rolled back migration #{current.id}: document_chunk.vector is {current.from_model} "
+        f"({current.from_dims} dims) again; the {current.to_model} vectors were dropped"
+    )
+
+
+def finalize(dsn: str, say: Say) -> int:
+    with open_connection(dsn) as conn:
+        catalog.require_schema(conn)
+        with lock.migration_lock(conn):
+            current = state.open_migration(conn)
+            if current is None or current.phase != "switched":
+                phase = current.phase if current else "none open"
+                raise MigrationStateError(f"finalize applies after the switch; current migration: {phase}")
+
+            def work(c: psycopg.Connection) -> None:
+                ddl.drop_columns(c, names.TRIGGER_PREV, names.VECTOR_PREV, names.MODEL_PREV)
+                state.set_phase(c, current.id, "finalized")
+
+            ddl.in_locked_transaction(conn, "finalize", work)
+    say(
+        f"finalized migration #{current.id}: {current.from_model} vectors and index dropped. Their heap space "
+        "is reused by later writes; VACUUM FULL (or pg_repack) returns it to the OS"
+    )
+    return 0
+
+
+def status(dsn: str) -> dict[str, Any]:
+    """Everything an operator needs to decide the next step, as plain data (the CLI prints or dumps it)."""
+    with open_connection(dsn) as conn:
+        catalog.require_schema(conn)
+        space = read_space(conn)
+        current = state.open_migration(conn)
+        last = current or state.last_migration(conn)
+        total, _ = catalog.row_counts(conn, names.VECTOR)
+        out: dict[str, Any] = {
+            "space": {"model": space.model, "dims": space.dims},
+            "chunks": total,
+            "running": lock.is_held(conn),
+            "migration": last.as_dict() if last else None,
+            "open": current is not None,
+        }
+        if current is not None:
+            slot = backfill.PREV if current.phase == "switched" else backfill.NEXT
+            out["pending"] = backfill.pending(conn, slot)
+            out["pending_column"] = slot.vector
+            for key, name in (("index_next", names.INDEX_NEXT), ("index_prev", names.INDEX_PREV)):
+                idx = catalog.index(conn, name)
+                out[key] = None if idx is None else {"name": idx.name, "valid": idx.valid}
+        return out

@@ -1,0 +1,36 @@
+"""What an embedding migration does, wherever it runs: in this process (`ragfr embeddings migrate`) or in
+a Job that `ragfr embeddings k8s` creates, which runs the same command from `cli_args()`."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+from typing import Any, Self
+
+
+@dataclass(frozen=True, kw_only=True)
+class MigrationSettings:
+    to: str
+    dims: int | None = None
+    batch: int = 64
+    no_switch: bool = False
+    min_recall: float = 0.9
+    recall_sample: int = 100
+    ef_search: int = 40
+    maintenance_work_mem: str = "256MB"
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, **extra: Any) -> Self:
+        """The settings parsed by the CLI (its options carry the same names), plus the subclass's own."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(MigrationSettings)}, **extra)
+
+    def cli_args(self) -> list[str]:
+        """`ragfr embeddings migrate` options that reproduce these settings."""
+        args = ["--to", self.to, "--batch", str(self.batch), "--min-recall", str(self.min_recall),
+                "--recall-sample", str(self.recall_sample), "--ef-search", str(self.ef_search),
+                "--maintenance-work-mem", self.maintenance_work_mem]
+        if self.dims is not None:
+            args += ["--dims", str(self.dims)]
+        if self.no_switch:
+            args.append("--no-switch")
+        return args

@@ -1,0 +1,124 @@
+"""The migration's row in `ragfr_embedding_migration`: which spaces, which phase, how far.
+
+Phases, in order (each change is committed together with the work it records):
+  backfill  shadow column + guard trigger exist; vectors of the new model are being written
+  index     every row had a new vector once; the HNSW index on the shadow column is being built
+  verify    index built; catching up rows written meanwhile, then completeness and recall checks
+  ready     verified; waiting for the switch (`--no-switch` stops here)
+  switched  `vector` IS the new space; the old one is kept as vector_prev
+  rolled_back / finalized  terminal: the row stays as history
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast, get_args
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ragfr.embmigrate import names
+from ragfr.embmigrate.errors import MigrationStateError
+
+Phase = Literal["backfill", "index", "verify", "ready", "switched", "rolled_back", "finalized"]
+PHASES: tuple[Phase, ...] = get_args(Phase)
+OPEN_PHASES = PHASES[:5]
+BEFORE_SWITCH = PHASES[:4]
+
+
+def parse_phase(value: str) -> Phase:
+    """A phase read from the database; anything else means the table was edited by hand or by a newer ragfr."""
+    if value not in PHASES:
+        raise MigrationStateError(
+            f"unknown migration phase {value!r} in {names.STATE_TABLE} (known: {', '.join(PHASES)})"
+        )
+    return cast(Phase, value)
+
+
+@dataclass(frozen=True)
+class Migration:
+    id: int
+    from_model: str
+    from_dims: int
+    to_model: str
+    to_dims: int
+    phase: Phase
+    rows_embedded: int
+    rows_reembedded_old: int
+    batches: int
+    recall_at_10: float | None
+    recall_sample: int | None
+    verified_at: datetime | None
+    started_at: datetime
+    updated_at: datetime
+    switched_at: datetime | None
+    finished_at: datetime | None
+
+    def __post_init__(self) -> None:
+        parse_phase(self.phase)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
+
+
+_COLUMNS = ", ".join(Migration.__dataclass_fields__)
+
+
+def open_migration(conn: psycopg.Connection) -> Migration | None:
+    """The migration in progress (any phase before finalized/rolled_back), or None."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            f"SELECT {_COLUMNS} FROM {names.STATE_TABLE}"  # noqa: S608 - constant identifiers only
+            " WHERE phase NOT IN ('rolled_back', 'finalized')"
+        )
+        row = cur.fetchone()
+    return None if row is None else Migration(**row)
+
+
+def last_migration(conn: psycopg.Connection) -> Migration | None:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(f"SELECT {_COLUMNS} FROM {names.STATE_TABLE} ORDER BY id DESC LIMIT 1")  # noqa: S608
+        row = cur.fetchone()
+    return None if row is None else Migration(**row)
+
+
+def create(conn: psycopg.Connection, from_model: str, from_dims: int, to_model: str, to_dims: int) -> int:
+    row = conn.execute(
+        f"INSERT INTO {names.STATE_TABLE} (from_model, from_dims, to_model, to_dims, phase)"  # noqa: S608
+        " VALUES (%s, %s, %s, %s, 'backfill') RETURNING id",
+        (from_model, from_dims, to_model, to_dims),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def set_phase(conn: psycopg.Connection, migration_id: int, phase: Phase, **extra: Any) -> None:
+    """Move to `phase` (plus optional columns, e.g. recall_at_10) in the caller's transaction."""
+    parse_phase(phase)
+    assignments = ["phase = %s", "updated_at = now()"] + [f"{k} = %s" for k in extra if k in _SETTABLE]
+    values = [phase] + [v for k, v in extra.items() if k in _SETTABLE]
+    if phase == "ready":
+        assignments.append("verified_at = now()")
+    if phase == "switched":
+        assignments.append("switched_at = now()")
+    if phase in ("rolled_back", "finalized"):
+        assignments.append("finished_at = now()")
+    conn.execute(
+        f"UPDATE {names.STATE_TABLE} SET {', '.join(assignments)} WHERE id = %s",  # noqa: S608
+        (*values, migration_id),
+    )
+
+
+_SETTABLE = frozenset({"recall_at_10", "recall_sample"})
+
+
+def add_progress(conn: psycopg.Connection, migration_id: int, counter: str, rows: int) -> None:
+    """Count rows written, in the same transaction as the vectors themselves (the checkpoint)."""
+    if counter not in ("rows_embedded", "rows_reembedded_old"):
+        raise ValueError(counter)
+    conn.execute(
+        f"UPDATE {names.STATE_TABLE} SET {counter} = {counter} + %s,"  # noqa: S608
+        " batches = batches + 1, updated_at = now() WHERE id = %s",
+        (rows, migration_id),
+    )

@@ -1,0 +1,58 @@
+"""The switch and its inverse: renames only, in the caller's transaction, under an ACCESS EXCLUSIVE lock.
+
+Renaming (rather than copying vectors) keeps the switch to a few catalog updates however large the
+corpus; an index follows its column, so the HNSW index built on vector_next becomes the live one by a
+rename. After `forward`, Open WebUI's `document_chunk.vector` IS the new column, indexed by
+`idx_document_chunk_vector`; `back` restores the very same original column, index and space row.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from ragfr.embmigrate import ddl, names
+
+
+def lock_table(conn: psycopg.Connection) -> None:
+    conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(sql.Identifier(names.TABLE)))
+
+
+def _set_space(conn: psycopg.Connection, model: str, dims: int) -> None:
+    conn.execute(
+        sql.SQL("UPDATE {} SET model = %s, dims = %s, updated_at = now()").format(sql.Identifier(names.SPACE_TABLE)),
+        (model, dims),
+    )
+
+
+def forward(conn: psycopg.Connection, *, to_model: str, to_dims: int, live_not_null: bool) -> None:
+    """vector -> vector_prev, vector_next -> vector (columns, model columns, indexes), space -> new."""
+    ddl.rename_column(conn, names.VECTOR, names.VECTOR_PREV)
+    ddl.rename_column(conn, names.MODEL, names.MODEL_PREV)
+    ddl.rename_column(conn, names.VECTOR_NEXT, names.VECTOR)
+    ddl.rename_column(conn, names.MODEL_NEXT, names.MODEL)
+    ddl.rename_index(conn, names.INDEX, names.INDEX_PREV)
+    ddl.rename_index(conn, names.INDEX_NEXT, names.INDEX)
+    if live_not_null:
+        # The live column's constraint moves with the role, not the data: Open WebUI's new rows carry
+        # no old-space vector, so the kept column must accept NULL.
+        ddl.set_not_null(conn, names.VECTOR, True)
+        ddl.set_not_null(conn, names.VECTOR_PREV, False)
+    ddl.drop_guard(conn, names.TRIGGER_NEXT)
+    ddl.create_guard(conn, names.TRIGGER_PREV, names.FUNCTION_PREV)
+    _set_space(conn, to_model, to_dims)
+
+
+def back(conn: psycopg.Connection, *, from_model: str, from_dims: int, live_not_null: bool) -> None:
+    """Undo `forward` and drop the new space: the original column, index and space row are live again."""
+    ddl.rename_column(conn, names.VECTOR, names.VECTOR_NEXT)
+    ddl.rename_column(conn, names.MODEL, names.MODEL_NEXT)
+    ddl.rename_index(conn, names.INDEX, names.INDEX_NEXT)
+    ddl.rename_column(conn, names.VECTOR_PREV, names.VECTOR)
+    ddl.rename_column(conn, names.MODEL_PREV, names.MODEL)
+    ddl.rename_index(conn, names.INDEX_PREV, names.INDEX)
+    if live_not_null:
+        ddl.set_not_null(conn, names.VECTOR, True)
+    ddl.drop_guard(conn, names.TRIGGER_PREV)
+    ddl.drop_columns(conn, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
+    _set_space(conn, from_model, from_dims)

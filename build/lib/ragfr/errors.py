@@ -1,0 +1,19 @@
+"""Errors meant for a human: the CLI prints them as one line and exits non-zero."""
+
+
+class RagfrError(Exception):
+    """A failure the user can act on. `str(err)` is the whole message; no traceback is shown."""
+
+    exit_code = 2
+
+
+class ConfigError(RagfrError):
+    """Bad input or configuration (arguments, specs, filters)."""
+
+
+class DatabaseError(RagfrError):
+    """The database is unreachable, lacks our schema, or refused an operation."""
+
+
+class EmbeddingSpaceError(RagfrError):
+    """A model or dimension that does not match the stored embedding space."""

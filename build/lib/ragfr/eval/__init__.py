@@ -1,0 +1,1 @@
+"""Retrieval-quality evaluation: BEIR datasets, metrics, configurations and the CI gate."""

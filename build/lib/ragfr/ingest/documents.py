@@ -1,0 +1,150 @@
+"""A document to ingest and the loaders that read one from a file (.txt, .md, .pdf, .jsonl)."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragfr.errors import ConfigError
+
+SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".jsonl")
+
+# Control characters other than tab and newline: PDF extraction produces them, PostgreSQL text columns
+# reject NUL outright, and the embedders read C strings.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass
+class Document:
+    """One unit of text from one source.
+
+    source: where it came from; all documents of one source are replaced together when it changes
+        (the absolute file path for files).
+    doc_id: distinguishes documents sharing a source (a .jsonl line's "id", a PDF page); "" otherwise.
+    name: what Open WebUI shows in citations (the file name by default).
+    metadata: copied into every chunk's vmetadata.
+    """
+
+    text: str
+    source: str
+    doc_id: str = ""
+    name: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.text = normalise_text(self.text)
+        if not self.name:
+            self.name = self.source.rsplit("/", 1)[-1] or self.source
+
+
+def normalise_text(text: str) -> str:
+    """NFC (PDFs often carry decomposed accents, which would never match a typed query), Unix newlines,
+    no control characters."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub(" ", text)
+
+
+def iter_files(paths: list[Path]) -> Iterator[Path]:
+    """The given files, and the supported files under the given directories (sorted, for stable runs)."""
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES)
+            yield from found
+        elif path.is_file():
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                raise ConfigError(
+                    f"{path}: unsupported file type {path.suffix or '(none)'!r}; "
+                    f"supported: {', '.join(SUPPORTED_SUFFIXES)}"
+                )
+            yield path
+        else:
+            raise ConfigError(f"{path}: no such file or directory")
+
+
+def load_file(path: Path) -> list[Document]:
+    """All documents of one file; ConfigError (with the file name, and line number for .jsonl) if unreadable."""
+    suffix = path.suffix.lower()
+    source = str(path.resolve())
+    if suffix in (".txt", ".md"):
+        return [Document(text=_read_text(path), source=source, name=path.name)]
+    if suffix == ".pdf":
+        return _load_pdf(path, source)
+    if suffix == ".jsonl":
+        return _load_jsonl(path, source)
+    raise ConfigError(f"{path}: unsupported file type {suffix!r}; supported: {', '.join(SUPPORTED_SUFFIXES)}")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 at byte {exc.start}; convert it (e.g. iconv -t UTF-8)") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _load_pdf(path: Path, source: str) -> list[Document]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(path)
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read PDF: {exc}") from exc
+    # One document per page, as Open WebUI's own PDF loader does, so each chunk can cite its page.
+    # `page` is 0-based like Open WebUI's (its interface adds one when it displays it).
+    docs = [
+        Document(
+            text=text,
+            source=source,
+            doc_id=f"page-{number}",
+            name=path.name,
+            metadata={"page": number, "page_label": str(number + 1), "total_pages": len(pages)},
+        )
+        for number, text in enumerate(pages)
+        if text.strip()
+    ]
+    if not docs:
+        raise ConfigError(f"{path}: no extractable text (a scanned PDF needs OCR first)")
+    return docs
+
+
+def _load_jsonl(path: Path, source: str) -> list[Document]:
+    docs: list[Document] = []
+    seen: set[str] = set()
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
+        if not isinstance(record, dict):
+            raise ConfigError(f'{where}: expected an object {{"id", "text", "metadata"}}, got {type(record).__name__}')
+        doc_id, text, metadata = record.get("id"), record.get("text"), record.get("metadata", {})
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or str(doc_id) == "":
+            raise ConfigError(f'{where}: "id" must be a non-empty string or an integer')
+        if not isinstance(text, str):
+            raise ConfigError(f'{where}: "text" must be a string')
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, dict):
+            raise ConfigError(f'{where}: "metadata" must be an object')
+        unknown = set(record) - {"id", "text", "metadata"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; expected id, text, metadata")
+        if str(doc_id) in seen:
+            raise ConfigError(f"{where}: duplicate id {doc_id!r}")
+        seen.add(str(doc_id))
+        given_name = metadata.get("name")
+        name = given_name if isinstance(given_name, str) and given_name else path.name
+        docs.append(Document(text=text, source=source, doc_id=str(doc_id), name=name, metadata=dict(metadata)))
+    return docs

@@ -1,0 +1,249 @@
+"""Writing documents into `document_chunk`: chunk, skip what is already stored, embed the rest, and
+replace each source's stale chunks in the same transaction that adds its new ones."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from tqdm import tqdm
+
+from ragfr.embed import Embedder, check_space
+from ragfr.errors import ConfigError, DatabaseError
+from ragfr.ingest.chunking import ChunkConfig, chunk_text
+from ragfr.ingest.documents import Document
+from ragfr.ingest.ids import chunk_id, content_hash
+
+log = logging.getLogger(__name__)
+
+# Keys ragfr writes into every chunk's vmetadata. Caller metadata may not set them: `source` is the
+# identity used to replace a changed file, the others describe the chunk itself.
+RESERVED_KEYS = frozenset({"source", "hash", "chunk_index", "start_index", "doc_id", "embedding_config"})
+# Sources are embedded and written in groups of at least this many chunks: big enough to keep the
+# embedder's batches full, small enough that an interruption loses little work.
+WRITE_GROUP_CHUNKS = 256
+
+
+@dataclass
+class IngestReport:
+    documents: int = 0
+    sources: int = 0
+    chunks: int = 0  # chunks the documents produce now
+    inserted: int = 0  # new rows written
+    unchanged: int = 0  # already stored with the same id: not embedded again
+    updated: int = 0  # of those, rows whose metadata changed (new --meta, moved chunk): metadata rewritten
+    deleted: int = 0  # stale rows of a changed source, removed
+    chunk_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, doc_id) -> ids
+
+
+@dataclass
+class _Row:
+    id: str
+    text: str
+    metadata: dict[str, Any]
+
+
+@dataclass
+class _SourcePlan:
+    source: str
+    rows: list[_Row]
+    stale: list[str] = field(default_factory=list)
+    todo: list[_Row] = field(default_factory=list)
+    retag: list[_Row] = field(default_factory=list)
+
+
+def ingest_documents(
+    conn: psycopg.Connection[Any],
+    collection: str,
+    docs: Iterable[Document],
+    embedder: Embedder,
+    config: ChunkConfig | None = None,
+    progress: bool = True,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+) -> IngestReport:
+    """Chunk `docs` exactly as `chunk_text` does and store them in `collection`.
+
+    Idempotent: a chunk already stored (same id) is neither embedded nor written again. A source whose
+    content changed loses its old chunks in the transaction that writes the new ones. `metadata` is
+    added to every chunk (the CLI's --meta). The embedder must match the database's embedding space.
+    """
+    _check_collection(collection)
+    extra = dict(metadata or {})
+    _check_metadata(extra, "--meta")
+    check_space(conn, embedder)
+    config = config or ChunkConfig()
+    report = IngestReport()
+    plans = _plan(collection, list(docs), embedder, config, extra, report)
+    _find_existing(conn, collection, plans, report)
+    total = sum(len(p.todo) for p in plans)
+    with tqdm(total=total, unit="chunk", desc=f"embedding with {embedder.model_id}", disable=not progress) as bar:
+        group: list[_SourcePlan] = []
+        for plan in plans:
+            if not plan.todo and not plan.stale and not plan.retag:
+                continue
+            group.append(plan)
+            if sum(len(p.todo) for p in group) >= WRITE_GROUP_CHUNKS:
+                _write(conn, collection, group, embedder, report, bar)
+                group = []
+        if group:
+            _write(conn, collection, group, embedder, report, bar)
+    return report
+
+
+def _check_collection(collection: str) -> None:
+    if not isinstance(collection, str) or not collection.strip():
+        raise ConfigError("collection name must be a non-empty string")
+    if "\0" in collection:
+        raise ConfigError("collection name contains a NUL byte")
+    if len(collection) > 255:
+        raise ConfigError(f"collection name is {len(collection)} characters long; at most 255 are allowed")
+
+
+def _check_metadata(meta: Mapping[str, Any], where: str) -> None:
+    clash = sorted(RESERVED_KEYS & set(meta))
+    if clash:
+        raise ConfigError(
+            f"{where} sets reserved metadata key(s) {', '.join(clash)}; ragfr fills "
+            f"{', '.join(sorted(RESERVED_KEYS))} itself"
+        )
+
+
+def _plan(
+    collection: str,
+    docs: list[Document],
+    embedder: Embedder,
+    config: ChunkConfig,
+    extra: dict[str, Any],
+    report: IngestReport,
+) -> list[_SourcePlan]:
+    by_source: dict[str, _SourcePlan] = {}
+    seen_docs: set[tuple[str, str]] = set()
+    for doc in docs:
+        key = (doc.source, doc.doc_id)
+        if key in seen_docs:
+            raise ConfigError(f"document {doc.doc_id!r} of {doc.source} appears twice")
+        seen_docs.add(key)
+        _check_metadata(doc.metadata, f"metadata of {doc.source} {doc.doc_id}".rstrip())
+        plan = by_source.setdefault(doc.source, _SourcePlan(doc.source, []))
+        doc_hash = content_hash(doc.text)
+        occurrences: dict[str, int] = {}
+        ids: list[str] = []
+        for chunk in chunk_text(doc.text, config):
+            occurrence = occurrences.get(chunk.text, 0)
+            occurrences[chunk.text] = occurrence + 1
+            row_id = chunk_id(collection, doc.source, doc.doc_id, chunk.text, occurrence)
+            meta: dict[str, Any] = {
+                **extra,
+                **doc.metadata,
+                "source": doc.source,
+                "name": doc.name,
+                "hash": doc_hash,
+                "chunk_index": chunk.index,
+                "start_index": chunk.start,
+                "embedding_config": {"engine": "ragfr", "model": embedder.model_id},
+            }
+            if doc.doc_id:
+                meta["doc_id"] = doc.doc_id
+            plan.rows.append(_Row(row_id, chunk.text, meta))
+            ids.append(row_id)
+        report.chunk_ids[key] = ids
+        report.documents += 1
+    report.sources = len(by_source)
+    report.chunks = sum(len(p.rows) for p in by_source.values())
+    return list(by_source.values())
+
+
+def _find_existing(
+    conn: psycopg.Connection[Any], collection: str, plans: list[_SourcePlan], report: IngestReport
+) -> None:
+    existing: dict[str, dict[str, Any]] = {}
+    sources = [p.source for p in plans]
+    try:
+        with conn.cursor() as cur:
+            for start in range(0, len(sources), 1000):
+                cur.execute(
+                    "SELECT id, vmetadata->>'source', vmetadata FROM document_chunk "
+                    "WHERE collection_name = %s AND vmetadata->>'source' = ANY(%s)",
+                    (collection, sources[start : start + 1000]),
+                )
+                for row_id, source, stored_meta in cur.fetchall():
+                    existing.setdefault(source, {})[row_id] = stored_meta
+        if not conn.autocommit:
+            conn.commit()  # do not hold a snapshot open while embedding
+    except psycopg.Error as exc:
+        _rollback(conn)
+        raise DatabaseError(f"cannot read existing chunks of collection {collection!r}: {exc}") from exc
+    for plan in plans:
+        stored = existing.get(plan.source, {})
+        wanted = {r.id for r in plan.rows}
+        plan.stale = sorted(set(stored) - wanted)
+        plan.todo = [r for r in plan.rows if r.id not in stored]
+        # Same text, different metadata (new --meta values, a chunk moved by an edit above it): the
+        # vector is still right, only vmetadata is rewritten.
+        plan.retag = [r for r in plan.rows if r.id in stored and stored[r.id] != r.metadata]
+        report.unchanged += len(plan.rows) - len(plan.todo)
+
+
+def _write(
+    conn: psycopg.Connection[Any],
+    collection: str,
+    group: list[_SourcePlan],
+    embedder: Embedder,
+    report: IngestReport,
+    bar: tqdm[Any],
+) -> None:
+    rows = [r for p in group for r in p.todo]
+    vectors: list[list[float]] = []
+    for start in range(0, len(rows), embedder.batch_size):
+        batch = rows[start : start + embedder.batch_size]
+        vectors.extend(embedder.embed_passages([r.text for r in batch]))
+        bar.update(len(batch))
+    stale = [i for p in group for i in p.stale]
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            if stale:
+                cur.execute(
+                    "DELETE FROM document_chunk WHERE collection_name = %s AND id = ANY(%s)", (collection, stale)
+                )
+                report.deleted += cur.rowcount
+            inserted = 0
+            for row, vector in zip(rows, vectors, strict=True):
+                # pgvector parses its text form; this avoids a client-side type adapter dependency.
+                cur.execute(
+                    "INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata, embedding_model) "
+                    "VALUES (%s, %s::vector, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+                    (row.id, _vector_literal(vector), collection, row.text, Jsonb(row.metadata), embedder.model_id),
+                )
+                inserted += cur.rowcount
+            report.inserted += inserted
+            for row in (r for p in group for r in p.retag):
+                cur.execute(
+                    "UPDATE document_chunk SET vmetadata = %s WHERE id = %s AND collection_name = %s",
+                    (Jsonb(row.metadata), row.id, collection),
+                )
+                report.updated += cur.rowcount
+    except psycopg.Error as exc:
+        _rollback(conn)
+        raise DatabaseError(f"writing chunks into collection {collection!r} failed: {_first_line(exc)}") from exc
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(map(repr, vector)) + "]"
+
+
+def _rollback(conn: psycopg.Connection[Any]) -> None:
+    if not conn.autocommit:
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            pass
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,54 @@
+"""Every retrieval knob in one place, with the reason for its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ragfr.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    k: int = 10  # hits returned (after rerank: `rerank_keep`)
+    lexical: bool = True
+    semantic: bool = True
+    # Each arm's depth is its own, independent of k: RRF needs candidates beyond the final cut-off.
+    lexical_depth: int = 50
+    semantic_depth: int = 50
+    rrf_k: int = 60  # the constant of Cormack et al.; also Open WebUI's
+    # "bm25" (default, ADR 0003) or "ts_rank_cd" (kept only to measure BM25 against it).
+    lexical_ranking: str = "bm25"
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    # hnsw.ef_search: chosen from the recall benchmark (docs/benchmarks.md), pinned and logged per query.
+    ef_search: int = 100
+    # hnsw.iterative_scan budget: past this many visited tuples a filtered scan stops and reports underfill.
+    max_scan_tuples: int = 20_000
+    # Filter first: when at most this many rows pass the hard filters, score them all exactly instead.
+    exact_threshold: int = 5_000
+    # Cosine similarity below which a semantic candidate is noise; None keeps all.
+    similarity_floor: float | None = None
+    rerank: bool = True
+    rerank_top_n: int = 10  # fused candidates the cross-encoder sees
+    rerank_keep: int = 3  # what it keeps
+
+    def __post_init__(self) -> None:
+        for name in ("k", "lexical_depth", "semantic_depth", "rrf_k", "ef_search", "max_scan_tuples",
+                     "rerank_top_n", "rerank_keep"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.ef_search > 1000:
+            raise ConfigError(f"ef_search must be at most 1000 (pgvector's limit), got {self.ef_search}")
+        if not (self.lexical or self.semantic):
+            raise ConfigError("at least one arm (lexical or semantic) must be enabled")
+        if self.lexical_ranking not in ("bm25", "ts_rank_cd"):
+            raise ConfigError(f"lexical_ranking must be 'bm25' or 'ts_rank_cd', got {self.lexical_ranking!r}")
+        if not 0 <= self.bm25_b <= 1 or self.bm25_k1 < 0:
+            raise ConfigError("bm25_b must be in [0, 1] and bm25_k1 >= 0")
+        if self.similarity_floor is not None and not -1 <= self.similarity_floor <= 1:
+            raise ConfigError("similarity_floor is a cosine similarity in [-1, 1]")
+
+    def with_(self, **changes: Any) -> SearchConfig:
+        return replace(self, **changes)

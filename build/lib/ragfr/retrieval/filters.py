@@ -1,0 +1,167 @@
+"""Hard constraints compiled into ONE parameterized SQL predicate that both arms apply.
+
+A hard constraint removes rows before ranking in every arm; it never reorders. User input reaches SQL only
+as bound parameters: keys included (`vmetadata ->> %s`), so a key like `x'); DROP TABLE --` is just a key
+that no row has.
+
+Equality (`eq`, `in`) means `vmetadata ->> key` equals the value as text, so `page=5` matches both
+{"page": "5"} and {"page": 5}. In front of that test goes a containment test the GIN index of
+migrations/0008 can answer: `vmetadata @> {key: "5"}`, plus `{key: 5}` when the value is a JSON number or
+boolean. It finds every row the `->>` test accepts. A JSON number's or boolean's text is itself such a
+literal, and only an array or object prints as text starting with `[` or `{`, so values that do are
+left to the `->>` test alone. The result is the same rows, found through the index instead of a scan.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from psycopg import sql
+
+from ragfr.errors import ConfigError
+
+_KEY = re.compile(r"^[^\x00]{1,128}$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+\-Z]*)?$")
+# Rows whose value is not a number (or not an ISO date) never satisfy a range instead of erroring.
+_NUMERIC_SQL = r"^-?[0-9]+(\.[0-9]+)?$"
+_DATE_SQL = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+# How PostgreSQL prints a jsonb number (no exponent, no leading zero) or boolean: a value matching this may be
+# stored as one, and is valid jsonb input.
+_JSON_SCALAR = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?|true|false")
+
+
+# Equality and set membership compare text; the four comparisons are numeric, or dates as ISO text.
+FilterOp = Literal["eq", "in", "gt", "gte", "lt", "lte"]
+FILTER_OPS: tuple[FilterOp, ...] = get_args(FilterOp)
+
+
+@dataclass(frozen=True)
+class Condition:
+    key: str
+    op: FilterOp
+    values: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.op not in FILTER_OPS:
+            raise ConfigError(f"unknown filter operator {self.op!r} on {self.key!r}; one of {', '.join(FILTER_OPS)}")
+        if not _KEY.match(self.key):
+            raise ConfigError(f"invalid metadata key {self.key!r}: 1-128 characters, no NUL byte")
+        if any("\x00" in v for v in self.values):
+            raise ConfigError(f"filter value for {self.key!r} contains a NUL byte")
+        if self.op in ("gt", "gte", "lt", "lte"):
+            (value,) = self.values
+            if not (_NUMBER.match(value) or _DATE.match(value)):
+                raise ConfigError(f"range filter on {self.key!r} needs a number or an ISO date, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Filters:
+    collections: tuple[str, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+    embedding_model: str | None = None  # rows embedded by another model are never candidates
+
+    def __post_init__(self) -> None:
+        if not self.collections:
+            raise ConfigError("at least one collection is required")
+        for name in self.collections:
+            if not name or "\x00" in name:
+                raise ConfigError(f"invalid collection name {name!r}")
+
+    def predicate(self, alias: str = "d") -> tuple[sql.Composed, list[Any]]:
+        """`(WHERE-clause body, parameters)` with positional %s placeholders."""
+        col = sql.Identifier(alias)
+        parts: list[sql.Composable] = [sql.SQL("{}.collection_name = ANY(%s)").format(col)]
+        params: list[Any] = [list(self.collections)]
+        if self.embedding_model is not None:
+            parts.append(sql.SQL("{}.embedding_model = %s").format(col))
+            params.append(self.embedding_model)
+        for c in self.conditions:
+            value = sql.SQL("({}.vmetadata ->> %s)").format(col)
+            if c.op in ("eq", "in"):
+                indexed, iparams = _containment(col, c)
+                if c.op == "eq":
+                    parts.append(sql.SQL("{}{} = %s").format(indexed, value))
+                    params += [*iparams, c.key, c.values[0]]
+                else:
+                    parts.append(sql.SQL("{}{} = ANY(%s)").format(indexed, value))
+                    params += [*iparams, c.key, list(c.values)]
+            else:
+                op = sql.SQL({"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[c.op])
+                if _NUMBER.match(c.values[0]):
+                    parts.append(sql.SQL(
+                        "(CASE WHEN {v} ~ %s THEN {v}::numeric END) {op} %s::numeric"
+                    ).format(v=value, op=op))
+                    params += [c.key, _NUMERIC_SQL, c.key, c.values[0]]
+                else:
+                    parts.append(sql.SQL(
+                        "(CASE WHEN {v} ~ %s THEN {v} END) COLLATE \"C\" {op} %s"
+                    ).format(v=value, op=op))
+                    params += [c.key, _DATE_SQL, c.key, c.values[0]]
+        return sql.SQL(" AND ").join(parts), params
+
+
+def _containment(col: sql.Identifier, c: Condition) -> tuple[sql.Composable, list[Any]]:
+    """`(vmetadata @> ... OR ...) AND ` covering every value of an eq/in condition, or nothing when a value
+    could be an array's or object's text (only the `->>` test can match those)."""
+    if any(v.lstrip().startswith(("[", "{")) for v in c.values):
+        return sql.SQL(""), []
+    # Whole documents as parameters, not jsonb_build_object(): the planner then sees each value and prices
+    # the GIN scans by it (with a function call it assumes a scan of the whole index per OR branch).
+    key = json.dumps(c.key, ensure_ascii=False)
+    documents: list[Any] = []
+    for v in c.values:
+        documents.append("{" + key + ": " + json.dumps(v, ensure_ascii=False) + "}")
+        if _JSON_SCALAR.fullmatch(v):
+            documents.append("{" + key + ": " + v + "}")  # the literal is valid JSON as it stands
+    tests = sql.SQL(" OR ").join([sql.SQL("{}.vmetadata @> %s::jsonb").format(col)] * len(documents))
+    return sql.SQL("({}) AND ").format(tests), documents
+
+
+_OPS = (">=", "<=", "!=", ">", "<", "=")
+_COMPARISONS: dict[str, FilterOp] = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
+_MAPPING_OPS: dict[str, FilterOp] = {"$eq": "eq", "$in": "in", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
+
+
+def parse_condition(text: str) -> Condition:
+    """`key=value`, `key=a|b|c` (any of), `key>=N`, `key<=2024-12-31`, `key>N`, `key<N`."""
+    for op in _OPS:
+        key, sep, value = text.partition(op)
+        if sep and key.strip():
+            key, value = key.strip(), value.strip()
+            if op == "!=":
+                raise ConfigError(f"{text!r}: negative filters are not supported (a hard filter selects rows)")
+            if op == "=":
+                values = tuple(v for v in value.split("|"))
+                if any(v == "" for v in values):
+                    raise ConfigError(f"{text!r}: empty value (use key=value or key=a|b)")
+                return Condition(key, "in" if len(values) > 1 else "eq", values)
+            return Condition(key, _COMPARISONS[op], (value,))
+    raise ConfigError(f"cannot parse filter {text!r}: use key=value, key=a|b, key>=N, key<=N, key>N or key<N")
+
+
+def from_mapping(mapping: dict[str, Any] | None) -> tuple[Condition, ...]:
+    """Open WebUI style `{"key": value}` / `{"key": {"$in": [...]}}` / `{"key": {"$gte": x}}` filters."""
+    out: list[Condition] = []
+    for key, spec in (mapping or {}).items():
+        if isinstance(spec, dict):
+            for op, value in spec.items():
+                name = _MAPPING_OPS.get(op)
+                if name is None:
+                    raise ConfigError(f"unsupported filter operator {op!r} on {key!r}")
+                values = tuple(str(v) for v in value) if name == "in" else (_scalar(value),)
+                out.append(Condition(str(key), name, values))
+        elif isinstance(spec, list | tuple):
+            out.append(Condition(str(key), "in", tuple(_scalar(v) for v in spec)))
+        else:
+            out.append(Condition(str(key), "eq", (_scalar(spec),)))
+    return tuple(out)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # what ->> yields for JSON booleans
+    return str(value)

@@ -1,0 +1,97 @@
+"""The evidence gate: below a calibrated threshold there is no synthesis, only a diagnostic.
+
+Two thresholds per score scale, because the scales share nothing:
+  noise_floor         hits scoring below it are dropped from what is shown or cited;
+  evidence_threshold  the TOP hit must reach it for `ask` to call the chat model at all (higher).
+
+Scales
+  rrf   Reciprocal Rank Fusion, k=60, two arms. Bounds: 1/(k+1) = 0.01639 for rank 1 in one arm only;
+        2/(k+1) = 0.03279 for rank 1 in both. RRF is rank-based, so it cannot say "nothing relevant"
+        on its own; what it can say is whether the two independent arms AGREE. Defaults, expressed as
+        ranks so they follow k: evidence = rank 1 in one arm and within the top 3 of the other
+        (1/61 + 1/63 = 0.03227); noise floor = a single-arm rank worse than 20 (1/80 = 0.0125).
+        Calibrated (python -m ragfr_tools.eval.gate_calibration, 2026-11-30, e5-small, golden collection):
+        of 73 answerable golden questions it answers 71 (97.3%); of 40 unanswerable questions
+        (eval/gate/unanswerable.jsonl) it refuses 33 (82.5%: 16/20 off-domain, 17/20 near-domain).
+        The first guess, top 10 instead of top 3 (0.03068), answered 100% but refused only 40%.
+  cross-encoder
+        raw logits of cross-encoder/ms-marco-MiniLM-L-6-v2 (sigmoid(logit) is the probability-like
+        value Open WebUI's RAG_RELEVANCE_THRESHOLD filters on). Defaults: evidence 0.0 (sigmoid 0.5),
+        noise floor -4.0 (sigmoid 0.018). These come from the model's training objective (binary
+        relevance, logit 0 = undecided), not from a calibration run on our data: no cross-encoder
+        weights are available offline on our build machines. Calibrate with
+        `python -m ragfr_tools.eval.gate_calibration --reranker MODEL` where the model is, and set
+        RAGFR_GATE_CE_EVIDENCE (docs/runbooks/calibrate-relevance-threshold.md).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ragfr.retrieval.types import Hit
+
+Scale = Literal["rrf", "cross-encoder"]
+
+
+def rrf_thresholds(k: int) -> tuple[float, float]:
+    """(noise_floor, evidence_threshold) on the RRF scale for constant k."""
+    return 1.0 / (k + 20), 1.0 / (k + 1) + 1.0 / (k + 3)
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    scale: Scale
+    noise_floor: float
+    evidence_threshold: float
+
+    @staticmethod
+    def for_scale(scale: Scale, rrf_k: int = 60) -> GateConfig:
+        if scale == "rrf":
+            noise, evidence = rrf_thresholds(rrf_k)
+            return GateConfig("rrf", noise, evidence)
+        return GateConfig(
+            "cross-encoder",
+            float(os.environ.get("RAGFR_GATE_CE_NOISE", "-4.0")),
+            float(os.environ.get("RAGFR_GATE_CE_EVIDENCE", "0.0")),
+        )
+
+
+@dataclass
+class Evidence:
+    grounded: bool
+    scale: Scale
+    top_score: float | None
+    noise_floor: float
+    evidence_threshold: float
+    kept: list[Hit] = field(default_factory=list)
+    scores: list[tuple[str, float]] = field(default_factory=list)  # every hit's score, for the diagnostic
+    reason: str = ""
+
+
+def score_of(hit: Hit, scale: Scale) -> float:
+    if scale == "cross-encoder":
+        if hit.rerank_score is None:
+            raise ValueError("cross-encoder scale needs reranked hits")
+        return hit.rerank_score
+    return hit.rrf_score
+
+
+def assess(hits: list[Hit], gate: GateConfig) -> Evidence:
+    scores = [(h.id, score_of(h, gate.scale)) for h in hits]
+    kept = [h for h, (_, s) in zip(hits, scores, strict=True) if s >= gate.noise_floor]
+    top = max((s for _, s in scores), default=None)
+    ev = Evidence(False, gate.scale, top, gate.noise_floor, gate.evidence_threshold, kept, scores)
+    if top is None:
+        ev.reason = "no passage matched the query"
+    elif top < gate.evidence_threshold:
+        ev.reason = (
+            f"best {gate.scale} score {top:.5f} is below the evidence threshold {gate.evidence_threshold:.5f}"
+        )
+    elif not kept:
+        ev.reason = "every passage is below the noise floor"
+    else:
+        ev.grounded = True
+        ev.reason = f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
+    return ev

@@ -1,0 +1,226 @@
+"""ragfr's hybrid retrieval: the ONE implementation used by the CLI, the Open WebUI patch and `ragfr eval`.
+
+    lexical arm (French BM25, ANY term) ─┐
+                                          ├─ RRF (k=60, ties by id) ─ cross-encoder top 10 -> 3 ─ hits
+    vector arm (HNSW strict_order/exact) ─┘
+Hard filters (collections, metadata, the embedding model) are one predicate applied inside both arms.
+Everything the ranking depended on (settings, per-arm ranks and scores, shortfalls) comes back with it.
+Each arm is one single-threaded statement; given a second connection, the two run at the same time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
+
+import psycopg
+
+from ragfr.analysis.french import query_terms
+from ragfr.embed.space import EmbeddingSpace, read_space
+from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
+from ragfr.retrieval import lexical, semantic
+from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.filters import Condition, Filters
+from ragfr.retrieval.fusion import rrf
+from ragfr.retrieval.rerank import Reranker
+from ragfr.retrieval.types import ArmReport, Hit, SearchResult
+
+log = logging.getLogger("ragfr.search")
+MAX_QUERY_CHARS = 8_000
+RUNBOOK = "docs/runbooks/embedding-migration.md"
+# Lexical arms running beside a vector arm. The threads mostly wait on the server (psycopg releases the GIL).
+_LEXICAL_WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ragfr-lexical")
+
+
+class QueryEmbedder(Protocol):
+    model_id: str
+
+    @property
+    def dims(self) -> int: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def validate_query(query: str) -> str:
+    if not isinstance(query, str):
+        raise ConfigError("the query must be text")
+    if "\x00" in query:
+        raise ConfigError("the query contains a NUL byte")
+    stripped = query.strip()
+    if not stripped:
+        raise ConfigError("empty query: ask a question or give keywords")
+    if len(stripped) > MAX_QUERY_CHARS:
+        raise ConfigError(f"query is {len(stripped)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return stripped
+
+
+def search(
+    conn: psycopg.Connection[Any],
+    query: str,
+    *,
+    collections: Sequence[str],
+    conditions: Sequence[Condition] = (),
+    query_vector: Sequence[float] | None = None,
+    embedder: QueryEmbedder | None = None,
+    config: SearchConfig | None = None,
+    reranker: Reranker | None = None,
+    lexical_conn: psycopg.Connection[Any] | None = None,
+) -> SearchResult:
+    """Hybrid search over `collections`. Raises RagfrError subclasses for anything the caller did wrong;
+    the connection stays usable either way (all statements run in one transaction, rolled back on error).
+
+    `lexical_conn`: a second connection to the same database, idle and used by nothing else during the
+    call. The lexical arm then runs on it, in its own transaction, while the vector arm runs on `conn`, so
+    a query costs the slower arm instead of both (docs/benchmarks.md). The results are the same: under
+    READ COMMITTED each arm's statement takes its own snapshot either way."""
+    config = config or SearchConfig()
+    query = validate_query(query)
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    # Every statement runs inside a transaction block so that a non-autocommit caller is left idle, never
+    # "idle in transaction" (an open transaction would block `ragfr embeddings migrate`'s DDL).
+    with conn.transaction():
+        space = read_space(conn)
+    filters = Filters(tuple(collections), tuple(conditions), embedding_model=space.model)
+    vector = _query_vector(query, query_vector, embedder, space) if config.semantic else None
+    timings["embed"] = _ms(started)
+    terms = query_terms(query) if config.lexical else []
+    arms: dict[str, ArmReport] = {}
+    rankings: dict[str, list[str]] = {}
+    lex_scores: dict[str, float] = {}
+    sem_scores: dict[str, float] = {}
+    try:
+        with conn.transaction():
+            settings = semantic.apply_settings(conn, config)
+            searched = _rows_in(conn, filters.collections)
+            pending: Future[_LexicalOutcome] | None = None
+            lex_out: _LexicalOutcome | None = None
+            if config.lexical and vector is not None and lexical_conn is not None:
+                pending = _LEXICAL_WORKERS.submit(_lexical_in_own_transaction, lexical_conn, terms, filters, config)
+            elif config.lexical:
+                lex_out = _lexical_arm(conn, terms, filters, config)
+            try:
+                if vector is not None:
+                    t = time.perf_counter()
+                    sem, arms["semantic"] = semantic.nearest(conn, vector, filters, config, searched)
+                    rankings["semantic"] = [c.id for c in sem]
+                    sem_scores = {c.id: c.similarity for c in sem}
+                    timings["semantic"] = _ms(t)
+            finally:
+                if pending is not None:  # never leave lexical_conn busy behind the caller's back
+                    lex_out = pending.result()
+            if lex_out is not None:
+                lex, arms["lexical"], timings["lexical"] = lex_out
+                arms["lexical"].searched = searched
+                rankings["lexical"] = [c.id for c in lex]
+                lex_scores = {c.id: c.score for c in lex}
+            fused = rrf(rankings, config.rrf_k)
+            use_reranker = reranker is not None and config.rerank
+            shown = fused[: config.rerank_top_n if use_reranker else config.k]
+            rows = _fetch(conn, [doc_id for doc_id, _, _ in shown])
+    except psycopg.Error as exc:
+        raise DatabaseError(f"search failed: {exc.diag.message_primary or str(exc).strip()}") from exc
+    hits = [
+        Hit(
+            id=doc_id, text=rows[doc_id][0] or "", metadata=rows[doc_id][1] or {}, collection_name=rows[doc_id][2],
+            rrf_score=score, lexical_rank=ranks.get("lexical"), semantic_rank=ranks.get("semantic"),
+            lexical_score=lex_scores.get(doc_id), semantic_score=sem_scores.get(doc_id),
+        )
+        for doc_id, score, ranks in shown
+        if doc_id in rows
+    ]
+    if reranker is not None and config.rerank and hits:
+        t = time.perf_counter()
+        for hit, s in zip(hits, reranker.score(query, [h.text for h in hits]), strict=True):
+            hit.rerank_score = s
+        hits.sort(key=lambda h: (-(h.rerank_score or 0.0), h.id))
+        hits = hits[: config.rerank_keep]
+        timings["rerank"] = _ms(t)
+    timings["total"] = _ms(started)
+    settings.update(
+        rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims, lexical_depth=config.lexical_depth,
+        semantic_depth=config.semantic_depth, bm25_k1=config.bm25_k1, bm25_b=config.bm25_b,
+        exact_threshold=config.exact_threshold, similarity_floor=config.similarity_floor,
+        reranker=getattr(reranker, "model_id", None) if config.rerank else None, query_terms=terms,
+    )
+    short = [a for a in arms.values() if a.underfilled]
+    result = SearchResult(
+        query=query, hits=hits, underfilled=bool(short),
+        underfill_reason="; ".join(a.reason or "" for a in short) or None,
+        settings=settings, arms=arms, timings_ms=timings,
+    )
+    _log(result)
+    return result
+
+
+_LexicalOutcome = tuple[list[lexical.LexicalCandidate], ArmReport, float]
+
+
+def _lexical_arm(
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+) -> _LexicalOutcome:
+    t = time.perf_counter()
+    candidates, report = lexical.bm25(conn, terms, filters, config)
+    return candidates, report, _ms(t)
+
+
+def _lexical_in_own_transaction(
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+) -> _LexicalOutcome:
+    with conn.transaction():
+        return _lexical_arm(conn, terms, filters, config)
+
+
+def _query_vector(
+    query: str, given: Sequence[float] | None, embedder: QueryEmbedder | None, space: EmbeddingSpace
+) -> list[float]:
+    if given is None:
+        if embedder is None:
+            raise ConfigError("the vector arm needs an embedder or a query vector (or disable it)")
+        if embedder.model_id != space.model or embedder.dims != space.dims:
+            raise EmbeddingSpaceError(
+                f"embedder {embedder.model_id} ({embedder.dims} dims) does not match the stored embedding space "
+                f"{space.model} ({space.dims} dims); query with --embedder {space.model} or migrate ({RUNBOOK})"
+            )
+        given = embedder.embed_queries([query])[0]
+    vector = [float(x) for x in given]
+    if len(vector) != space.dims:
+        raise EmbeddingSpaceError(
+            f"query vector has {len(vector)} dimensions, the stored embedding space {space.model} has {space.dims}; "
+            f"vectors are never padded or truncated ({RUNBOOK})"
+        )
+    return vector
+
+
+def _rows_in(conn: psycopg.Connection[Any], collections: Sequence[str]) -> int:
+    row = conn.execute(
+        "SELECT coalesce(sum(n_docs), 0) FROM ragfr_collection_stats WHERE collection_name = ANY(%s)",
+        (list(collections),),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _fetch(conn: psycopg.Connection[Any], ids: list[str]) -> dict[str, tuple[str | None, dict[str, Any] | None, str]]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, text, vmetadata, collection_name FROM document_chunk WHERE id = ANY(%s)", (ids,)
+    ).fetchall()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+def _log(result: SearchResult) -> None:
+    if log.isEnabledFor(logging.INFO):
+        log.info(json.dumps({
+            "event": "search", "settings": result.settings, "hits": [h.id for h in result.hits],
+            "underfilled": result.underfilled, "underfill_reason": result.underfill_reason,
+            "timings_ms": result.timings_ms,
+        }, ensure_ascii=False, default=str))

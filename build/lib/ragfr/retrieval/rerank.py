@@ -1,0 +1,63 @@
+"""Cross-encoder reranking (sentence-transformers CrossEncoder), loaded loudly or not at all.
+
+Open WebUI without its reranker weights logs "CrossEncoder error" and quietly runs without one; here a
+configured model that cannot be loaded is a startup error naming the model and the path tried.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from ragfr.errors import ConfigError
+
+log = logging.getLogger(__name__)
+DEFAULT_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+
+
+class Reranker(Protocol):
+    model_id: str
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
+
+
+class CrossEncoderReranker:
+    """Scores are raw logits (ms-marco models: roughly -11 irrelevant .. +10 relevant); see gate.py."""
+
+    def __init__(self, model: str, *, max_length: int = 512, batch_size: int = 16) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a hub at query time
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as exc:
+            raise ConfigError("reranking needs sentence-transformers: pip install 'ragfr[rerank]'") from exc
+        try:
+            self._model: Any = CrossEncoder(model, max_length=max_length, device="cpu")
+        except Exception as exc:  # the library raises OSError, ValueError, HFValidationError...
+            where = "local path" if Path(model).exists() else "Hugging Face cache (HF_HOME) — offline"
+            raise ConfigError(
+                f"reranker {model!r} could not be loaded from the {where}: {str(exc).splitlines()[0]}. "
+                "Pre-cache the model (see docs/install.md, air-gapped install) or run with --no-rerank"
+            ) from exc
+        self.model_id = model
+        self._batch = batch_size
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        import torch
+
+        # Identity: raw logits, the scale gate.py documents (the library's default would apply a sigmoid).
+        scores = self._model.predict(
+            [(query, p) for p in passages], batch_size=self._batch, show_progress_bar=False,
+            activation_fn=torch.nn.Identity(),
+        )
+        return [float(s) for s in scores]
+
+
+@lru_cache(maxsize=4)
+def load_reranker(model: str = DEFAULT_MODEL) -> CrossEncoderReranker:
+    return CrossEncoderReranker(model)

@@ -1,0 +1,53 @@
+"""What ships is the product: the ragfr package copied into Open WebUI's pods (owui-init image) and the ragfr
+wheel hold exactly the product's subpackages, never a repository tool (benchmarks, build helpers, the
+Ollama-API test double, calibration drivers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from tests.support.paths import REPO
+
+# The product, by top-level entry of the ragfr package. A new subpackage is added here on purpose, in the
+# same commit, after asking whether it runs in production.
+ALLOWED = {
+    "__init__.py", "__main__.py", "errors.py", "ask.py", "py.typed", "migrations",
+    "analysis", "cli", "db", "embed", "embmigrate", "eval", "ingest", "owui", "retrieval",
+}
+TOOL_NAMES = {"bench", "build", "devserver", "gate_calibration.py", "owui_native.py", "owui_driver.py", "baselines.py"}
+
+
+def _entries(tree: set[str]) -> set[str]:
+    return {p.split("/", 1)[0] for p in tree}
+
+
+def _paths_below(directory: Path) -> set[str]:
+    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if "__pycache__" not in p.parts}
+
+
+def test_owui_init_context_holds_only_the_product() -> None:
+    done = subprocess.run(["bash", str(REPO / "images" / "owui-init" / "build.sh"), "--context-only"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    shipped = _paths_below(Path(done.stdout.strip().splitlines()[-1]) / "ragfr")
+    assert _entries(shipped) <= ALLOWED, sorted(_entries(shipped) - ALLOWED)
+    assert not {Path(p).name for p in shipped} & TOOL_NAMES
+    assert "owui/native.py" in shipped and "retrieval/hybrid.py" in shipped  # the product is really there
+
+
+def test_wheel_holds_only_the_product(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = tmp_path.glob("ragfr-*.whl")
+    names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ragfr/")}
+    inside = {n.removeprefix("ragfr/") for n in names}
+    assert _entries(inside) <= ALLOWED, sorted(_entries(inside) - ALLOWED)
+    assert not {Path(p).name for p in inside} & TOOL_NAMES
+    assert not any(n.startswith("ragfr_tools") for n in zipfile.ZipFile(wheel).namelist())
+    # `ragfr migrate` from an installed wheel needs the SQL files (src/ragfr/migrations links to them).
+    shipped_sql = {Path(n).name for n in inside if n.startswith("migrations/") and n.endswith(".sql")}
+    assert shipped_sql == {p.name for p in (REPO / "migrations").glob("*.sql")}

@@ -4,7 +4,7 @@ test: ## set up everything from nothing (apt, venv, pgvector, private PostgreSQL
 	bash scripts/test.sh
 
 lint: setup ## ruff + mypy
-	$(VENV)/bin/ruff check src tests patches
+	$(VENV)/bin/ruff check src tools tests patches
 	$(VENV)/bin/mypy
 
 .PHONY: run

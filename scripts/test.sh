@@ -19,7 +19,7 @@ step "setup: Open WebUI 0.12.4 venv"
 bash scripts/setup-owui.sh
 
 step "lint: ruff + mypy"
-.venv/bin/ruff check src tests patches
+.venv/bin/ruff check src tools tests patches
 .venv/bin/mypy
 
 step "private PostgreSQL cluster for the tests"

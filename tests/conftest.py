@@ -12,18 +12,14 @@ import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from tests.support.paths import REPO
 
+from ragfr.db.connect import with_database
+
 MigratedDb = Callable[..., str]
-
-
-def with_database(dsn: str, dbname: str) -> str:
-    parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{dbname}"))
 
 
 @pytest.fixture(scope="session")

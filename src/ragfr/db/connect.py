@@ -35,6 +35,11 @@ def redact(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def with_database(dsn: str, name: str) -> str:
+    """The same server and credentials, another database (URL-style DSNs)."""
+    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
+
+
 def connect(dsn: str, *, autocommit: bool = False, timeout: int = 10) -> psycopg.Connection[TupleRow]:
     """Connect, or raise DatabaseError naming the server (password redacted) and libpq's reason."""
     dsn = normalize_dsn(dsn)

@@ -28,6 +28,7 @@ from ragfr.retrieval.filters import Condition, Filters
 from ragfr.retrieval.fusion import rrf
 from ragfr.retrieval.rerank import Reranker
 from ragfr.retrieval.types import ArmReport, Hit, SearchResult
+from ragfr.timing import elapsed_ms
 
 log = logging.getLogger("ragfr.search")
 MAX_QUERY_CHARS = 8_000
@@ -87,7 +88,7 @@ def search(
         space = read_space(conn)
     filters = Filters(tuple(collections), tuple(conditions), embedding_model=space.model)
     vector = _query_vector(query, query_vector, embedder, space) if config.semantic else None
-    timings["embed"] = _ms(started)
+    timings["embed"] = elapsed_ms(started)
     terms = query_terms(query) if config.lexical else []
     arms: dict[str, ArmReport] = {}
     rankings: dict[str, list[str]] = {}
@@ -109,7 +110,7 @@ def search(
                     sem, arms["semantic"] = semantic.nearest(conn, vector, filters, config, searched)
                     rankings["semantic"] = [c.id for c in sem]
                     sem_scores = {c.id: c.similarity for c in sem}
-                    timings["semantic"] = _ms(t)
+                    timings["semantic"] = elapsed_ms(t)
             finally:
                 if pending is not None:  # never leave lexical_conn busy behind the caller's back
                     lex_out = pending.result()
@@ -139,8 +140,8 @@ def search(
             hit.rerank_score = s
         hits.sort(key=lambda h: (-(h.rerank_score or 0.0), h.id))
         hits = hits[: config.rerank_keep]
-        timings["rerank"] = _ms(t)
-    timings["total"] = _ms(started)
+        timings["rerank"] = elapsed_ms(t)
+    timings["total"] = elapsed_ms(started)
     settings.update(
         rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims, lexical_depth=config.lexical_depth,
         semantic_depth=config.semantic_depth, bm25_k1=config.bm25_k1, bm25_b=config.bm25_b,
@@ -165,7 +166,7 @@ def _lexical_arm(
 ) -> _LexicalOutcome:
     t = time.perf_counter()
     candidates, report = lexical.bm25(conn, terms, filters, config)
-    return candidates, report, _ms(t)
+    return candidates, report, elapsed_ms(t)
 
 
 def _lexical_in_own_transaction(
@@ -211,10 +212,6 @@ def _fetch(conn: psycopg.Connection[Any], ids: list[str]) -> dict[str, tuple[str
         "SELECT id, text, vmetadata, collection_name FROM document_chunk WHERE id = ANY(%s)", (ids,)
     ).fetchall()
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
-
-
-def _ms(since: float) -> float:
-    return round((time.perf_counter() - since) * 1000, 3)
 
 
 def _log(result: SearchResult) -> None:

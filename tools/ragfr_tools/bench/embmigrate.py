@@ -26,10 +26,10 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
+from ragfr.db.connect import with_database
 from ragfr.db.migrate import migrate as migrate_schema
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
@@ -39,10 +39,6 @@ from ragfr_tools.repo import PIAF_JSON
 
 SOURCE, TARGET = "local:use-multilingual", "local:multilingual-e5-small"
 PIAF = PIAF_JSON
-
-
-def _with_db(dsn: str, name: str) -> str:
-    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
 
 
 def load_piaf(path: Path, n_chunks: int, n_queries: int) -> tuple[list[str], list[str]]:
@@ -150,9 +146,9 @@ def run(
 ) -> dict[str, Any]:
     chunks, queries = load_piaf(PIAF, n_chunks, n_queries)
     name = f"ragfr_bench_embmig_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(_with_db(admin_dsn, "postgres"), autocommit=True) as admin:
+    with psycopg.connect(with_database(admin_dsn, "postgres"), autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-    dsn = _with_db(admin_dsn, name)
+    dsn = with_database(admin_dsn, name)
     try:
         migrate_schema(dsn, 512, SOURCE)
         source = load_embedder(SOURCE, cache=False)
@@ -232,7 +228,7 @@ def run(
             conn.execute("VACUUM FULL document_chunk")
             compacted = _sizes(conn)
     finally:
-        with psycopg.connect(_with_db(admin_dsn, "postgres"), autocommit=True) as admin:
+        with psycopg.connect(with_database(admin_dsn, "postgres"), autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     migrate_s = t1 - t0

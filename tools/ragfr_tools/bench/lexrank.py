@@ -23,6 +23,7 @@ from ragfr.embed.space import read_space
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
+from ragfr.timing import elapsed_ms
 from ragfr_tools.bench.corpus import COLLECTION
 from ragfr_tools.bench.queries import QuerySet
 from ragfr_tools.bench.stats import load_average, summarize
@@ -58,16 +59,16 @@ def run_lexrank(dsn: str, queries: QuerySet, config: SearchConfig | None = None)
             tsq = or_tsquery(terms)
             t = time.perf_counter()
             row = conn.execute(count_sql, [tsq, *pparams]).fetchone()
-            times["match only (count)"].append(_ms(t))
+            times["match only (count)"].append(elapsed_ms(t))
             candidates.append(float(row[0]) if row else 0.0)
             asked.append(i)
             t = time.perf_counter()
             by_rank = [r[0] for r in conn.execute(rank_sql, [tsq, tsq, *pparams, config.lexical_depth]).fetchall()]
-            times["ts_rank_cd top depth"].append(_ms(t))
+            times["ts_rank_cd top depth"].append(elapsed_ms(t))
             t = time.perf_counter()
             with conn.transaction():
                 by_bm25, _ = lexical.bm25(conn, terms, filters, config)
-            times["BM25 top depth"].append(_ms(t))
+            times["BM25 top depth"].append(elapsed_ms(t))
             top = min(10, len(by_rank), len(by_bm25))
             if top:
                 overlap.append(len(set(by_rank[:10]) & {c.id for c in by_bm25[:10]}) / top)
@@ -80,7 +81,3 @@ def run_lexrank(dsn: str, queries: QuerySet, config: SearchConfig | None = None)
         "latency_ms": {name: summarize(values) for name, values in times.items()},
         "top10_overlap_bm25_vs_ts_rank_cd": round(sum(overlap) / len(overlap), 3) if overlap else None,
     }
-
-
-def _ms(t: float) -> float:
-    return (time.perf_counter() - t) * 1000

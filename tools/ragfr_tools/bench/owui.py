@@ -32,6 +32,8 @@ import psycopg
 from psycopg import sql
 from rank_bm25 import BM25Okapi
 
+from ragfr.timing import elapsed_ms
+
 RANK_CONSTANT = 60.0
 BM25_WEIGHT = 0.5
 OWUI_EF_SEARCH = 40  # pgvector's default; Open WebUI never sets hnsw.ef_search
@@ -116,7 +118,8 @@ def native_hybrid(
     ids = merge(vector_ids, keyword_ids, limit)
     t3 = time.perf_counter()
     return NativeResult(ids, vector_ids, keyword_ids, {
-        "vector": _ms(t0, t1), "keyword": _ms(t1, t2), "merge": _ms(t2, t3), "total": _ms(t0, t3),
+        "vector": elapsed_ms(t0, t1), "keyword": elapsed_ms(t1, t2), "merge": elapsed_ms(t2, t3),
+        "total": elapsed_ms(t0, t3),
     })
 
 
@@ -143,10 +146,6 @@ def legacy_hybrid(
     vector_ids = vector_search(conn, collection, vector, k)
     t4 = time.perf_counter()
     return LegacyResult(bm25_ids, vector_ids, {
-        "read_collection": _ms(t0, t1), "bm25_build": _ms(t1, t2), "bm25_query": _ms(t2, t3),
-        "vector": _ms(t3, t4), "total": _ms(t0, t4),
+        "read_collection": elapsed_ms(t0, t1), "bm25_build": elapsed_ms(t1, t2), "bm25_query": elapsed_ms(t2, t3),
+        "vector": elapsed_ms(t3, t4), "total": elapsed_ms(t0, t4),
     })
-
-
-def _ms(a: float, b: float) -> float:
-    return round((b - a) * 1000, 3)

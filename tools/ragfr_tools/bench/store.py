@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
 from tqdm import tqdm
 
+from ragfr.db.connect import with_database
 from ragfr.db.migrate import discover, migrate
 from ragfr.errors import DatabaseError
 from ragfr_tools.bench.corpus import COLLECTION, Chunk, CorpusSpec, Piaf, block_vectors, chunks
@@ -52,10 +52,6 @@ class LoadedCorpus:
     database: str
     cached: bool
     load: dict[str, Any]
-
-
-def with_database(dsn: str, name: str) -> str:
-    return urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
 
 
 def corpus_key(spec: CorpusSpec) -> str:

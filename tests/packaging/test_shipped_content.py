@@ -4,6 +4,7 @@ Ollama-API test double, calibration drivers)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -39,8 +40,15 @@ def test_owui_init_context_holds_only_the_product() -> None:
 
 
 def test_wheel_holds_only_the_product(tmp_path: Path) -> None:
+    # Built from a copy: setuptools leaves a build/ directory in whatever tree it builds.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    for name in ("src", "migrations"):
+        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, check=False)
+                           "-w", str(tmp_path), str(source)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = tmp_path.glob("ragfr-*.whl")
     names = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ragfr/")}

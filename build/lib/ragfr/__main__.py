@@ -1,5 +1,0 @@
-import sys
-
-from ragfr.cli import main
-
-sys.exit(main())

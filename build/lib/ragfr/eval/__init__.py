@@ -1,1 +1,0 @@
-"""Retrieval-quality evaluation: BEIR datasets, metrics, configurations and the CI gate."""

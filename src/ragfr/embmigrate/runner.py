@@ -201,6 +201,14 @@ def _run(
     return 0
 
 
+def _live_column(conn: psycopg.Connection) -> catalog.Column:
+    live = catalog.column(conn, names.VECTOR)
+    if live is None:
+        raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
+                                  "outside ragfr")
+    return live
+
+
 def _verify(
     conn: psycopg.Connection,
     migration_id: int,
@@ -246,10 +254,7 @@ def _switch(
 ) -> None:
     # Catch up outside the lock first, so that the locked transaction only meets the last few writes.
     backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False)
-    live = catalog.column(conn, names.VECTOR)
-    if live is None:
-        raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
-                                  "outside ragfr")
+    live = _live_column(conn)
 
     def work(c: psycopg.Connection) -> int:
         swap.lock_table(c)
@@ -309,10 +314,7 @@ def _rollback_switched(
 
     if backfill.pending(conn, backfill.PREV):
         backfill.fill(conn, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=progress)
-    live = catalog.column(conn, names.VECTOR)
-    if live is None:
-        raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
-                                  "outside ragfr")
+    live = _live_column(conn)
 
     def work(c: psycopg.Connection) -> None:
         swap.lock_table(c)

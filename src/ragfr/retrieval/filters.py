@@ -46,6 +46,8 @@ class Condition:
     values: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        if not self.values:
+            raise ConfigError(f"filter on {self.key!r} has no value")
         if self.op not in FILTER_OPS:
             raise ConfigError(f"unknown filter operator {self.op!r} on {self.key!r}; one of {', '.join(FILTER_OPS)}")
         if not _KEY.match(self.key):
@@ -152,13 +154,22 @@ def from_mapping(mapping: dict[str, Any] | None) -> tuple[Condition, ...]:
                 name = _MAPPING_OPS.get(op)
                 if name is None:
                     raise ConfigError(f"unsupported filter operator {op!r} on {key!r}")
-                values = tuple(str(v) for v in value) if name == "in" else (_scalar(value),)
+                values = _members(key, value) if name == "in" else (_scalar(value),)
                 out.append(Condition(str(key), name, values))
         elif isinstance(spec, list | tuple):
-            out.append(Condition(str(key), "in", tuple(_scalar(v) for v in spec)))
+            out.append(Condition(str(key), "in", _members(key, spec)))
         else:
             out.append(Condition(str(key), "eq", (_scalar(spec),)))
     return tuple(out)
+
+
+def _members(key: Any, value: Any) -> tuple[str, ...]:
+    # A string is iterable too: without this check "$in": "abc" would mean a, b or c.
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"filter on {key!r}: $in takes a list of values, got {type(value).__name__} {value!r}")
+    if not value:
+        raise ConfigError(f"filter on {key!r}: $in with an empty list matches nothing; drop the filter or give values")
+    return tuple(_scalar(v) for v in value)
 
 
 def _scalar(value: Any) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import TupleRow
 
 from ragfr.errors import ConfigError, DatabaseError
@@ -24,15 +25,27 @@ def normalize_dsn(dsn: str) -> str:
 
 
 def redact(dsn: str) -> str:
-    """The DSN with its password replaced, for messages and logs."""
+    """The DSN with its password replaced, for messages and logs: URL userinfo, a URL's `password=`
+    parameter and keyword/value DSNs (`host=... password=...`) alike."""
+    if "://" not in dsn:
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError:
+            return "<unparseable DSN>"
+        if "password" not in params:
+            return dsn
+        return make_conninfo("", **{**params, "password": "***"})
     try:
         parts = urlsplit(dsn)
+        password = parts.password
     except ValueError:
         return "<unparseable DSN>"
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    if password is not None:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        parts = parts._replace(query=urlencode([(k, "***" if k == "password" else v) for k, v in query], safe="*"))
+    return urlunsplit(parts)
 
 
 def with_database(dsn: str, name: str) -> str:

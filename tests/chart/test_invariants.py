@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -59,6 +60,14 @@ def test_embedding_dims_identical_in_migrations_and_open_webui(example: str) -> 
     env = owui_env(docs)
     assert args.dims == int(env["PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH"])
     assert args.embedding_model == f"ollama:{env['RAG_EMBEDDING_MODEL']}"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_open_webui_names_the_space_model_when_it_writes(example: str) -> None:
+    """Migration 0009 checks a vector against ragfr.writer_model, which Open WebUI's URL sets through libpq."""
+    docs = render(example_values(example))
+    query = parse_qs(urlsplit(owui_env(docs)["PGVECTOR_DB_URL"]).query)
+    assert query["options"] == [f"-c ragfr.writer_model={migrate_args(docs).embedding_model}"]
 
 
 def test_changing_the_embedding_space_moves_both_sides() -> None:

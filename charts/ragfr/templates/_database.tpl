@@ -44,7 +44,8 @@ sslmode: require
 {{- end -}}
 {{- end -}}
 
-{{/* env entries: <passwordVar> from the Secret, then <urlVar> built from it. */}}
+{{/* env entries: <passwordVar> from the Secret, then <urlVar> built from it; optional "query": more URL
+     parameters, already percent-encoded. */}}
 {{- define "ragfr.db.urlEnv" -}}
 {{- $c := include "ragfr.db.conn" (dict "root" .root "db" .db) | fromYaml -}}
 - name: {{ .passwordVar }}
@@ -53,7 +54,7 @@ sslmode: require
       name: {{ $c.secret }}
       key: {{ $c.key }}
 - name: {{ .urlVar }}
-  value: {{ printf "postgresql://%s:$(%s)@%s:%v/%s?sslmode=%s" $c.user .passwordVar $c.host $c.port $c.database $c.sslmode | quote }}
+  value: {{ printf "postgresql://%s:$(%s)@%s:%v/%s?sslmode=%s%s" $c.user .passwordVar $c.host $c.port $c.database $c.sslmode (ternary (printf "&%s" .query) "" (hasKey . "query")) | quote }}
 {{- end -}}
 
 {{/* libpq variables for psql-based waits (the ragdb image is the client everywhere). */}}
@@ -89,4 +90,11 @@ sslmode: require
     - name: WAIT_TIMEOUT_SECONDS
       value: {{ .root.Values.migrations.waitTimeoutSeconds | quote }}
   {{- include "ragfr.smallContainer" .root | nindent 2 }}
+{{- end -}}
+
+{{/* Open WebUI names the model of every vector it writes: migration 0009 refuses a vector whose stated model
+     is not the active embedding space's (a pod left on an old model after an embedding migration). The
+     value is libpq's `options`, percent-encoded: -c ragfr.writer_model=ollama:<embedding.model>. */}}
+{{- define "ragfr.db.writerModelQuery" -}}
+{{- printf "options=%s" (printf "-c ragfr.writer_model=ollama:%s" .Values.embedding.model | urlquery | replace "+" "%20") -}}
 {{- end -}}

@@ -20,7 +20,10 @@ def lock_table(conn: psycopg.Connection) -> None:
 
 def _set_space(conn: psycopg.Connection, model: str, dims: int) -> None:
     conn.execute(
-        sql.SQL("UPDATE {} SET model = %s, dims = %s, updated_at = now()").format(sql.Identifier(names.SPACE_TABLE)),
+        # clock_timestamp(): the end of the switch, which writes that name no model are checked against (0009).
+        sql.SQL("UPDATE {} SET model = %s, dims = %s, updated_at = clock_timestamp()").format(
+            sql.Identifier(names.SPACE_TABLE)
+        ),
         (model, dims),
     )
 

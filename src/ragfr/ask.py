@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ragfr.errors import RagfrError
 from ragfr.retrieval.gate import Evidence, GateConfig, Scale, assess
 from ragfr.retrieval.types import Hit, SearchResult
 
@@ -21,16 +22,42 @@ class ChatClient(Protocol):
     def chat(self, model: str, messages: list[dict[str, str]]) -> str: ...
 
 
-class OllamaChat:
-    """The official `ollama` client; host from OLLAMA_HOST (or `host`)."""
+class ChatModelError(RagfrError):
+    """The chat model could not answer (server down, too slow, model missing): one line, no traceback."""
 
-    def __init__(self, host: str | None = None) -> None:
+
+class OllamaChat:
+    """The official `ollama` client; host from OLLAMA_HOST (or `host`). Every failure is a ChatModelError
+    that names the server, the model and what to do; a call never waits longer than `timeout` seconds."""
+
+    def __init__(self, host: str | None = None, timeout: float = 300.0) -> None:
+        import httpx
         import ollama
 
-        self._client = ollama.Client(host=host or os.environ.get("OLLAMA_HOST"))
+        self.host = host or os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
+        self.timeout = timeout
+        self._ollama = ollama
+        self._timeout_error = httpx.TimeoutException
+        self._client = ollama.Client(host=self.host, timeout=timeout)
 
     def chat(self, model: str, messages: list[dict[str, str]]) -> str:
-        response = self._client.chat(model=model, messages=messages, options={"temperature": 0})
+        try:
+            response = self._client.chat(model=model, messages=messages, options={"temperature": 0})
+        except ConnectionError as exc:
+            raise ChatModelError(
+                f"cannot reach Ollama at {self.host} for chat model {model!r}: is the server running? "
+                "(set OLLAMA_HOST to its address)"
+            ) from exc
+        except self._timeout_error as exc:
+            raise ChatModelError(
+                f"Ollama at {self.host} did not answer within {self.timeout:g} s with {model!r} "
+                "(raise --chat-timeout for a slow CPU, or use a smaller model)"
+            ) from exc
+        except self._ollama.ResponseError as exc:
+            hint = f"; pull it first: ollama pull {model}" if exc.status_code == 404 else ""
+            raise ChatModelError(
+                f"Ollama at {self.host} refused chat with {model!r}: HTTP {exc.status_code}: {exc.error}{hint}"
+            ) from exc
         return str(response["message"]["content"])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import socket
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -321,7 +323,7 @@ def test_cli_ask_refuses_without_calling_the_model(kb, capsys, monkeypatch) -> N
         def chat(self, model: str, messages: list[dict[str, str]]) -> str:
             raise AssertionError("the chat model must not be called below the evidence threshold")
 
-    monkeypatch.setattr("ragfr.cli.ask._chat_client", lambda: Forbidden())
+    monkeypatch.setattr("ragfr.cli.ask._chat_client", lambda timeout: Forbidden())
     rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--no-rerank", "--json", "tarte tatin aux pommes"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 3 and out["grounded"] is False and out["evidence"]["scores"]
@@ -397,3 +399,29 @@ def test_lexical_connection_failure_is_clean_on_both_connections(kb, e5, pg_dsn)
         assert elsewhere.execute("SELECT 1").fetchone() == (1,)
     assert search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK).hits
     assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+def test_cli_ask_with_ollama_down_is_one_line(kb, capsys, monkeypatch) -> None:
+    dsn, _ = kb
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
+    rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--no-rerank", "délai pour déclarer un sinistre"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith(f"ragfr: error: cannot reach Ollama at http://127.0.0.1:{port}"), err
+    assert "\n" not in err
+
+
+def test_cli_ask_gives_up_on_a_silent_chat_model(kb, capsys, monkeypatch) -> None:
+    dsn, _ = kb
+    with socket.socket() as server:  # accepts connections, never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{server.getsockname()[1]}")
+        started = time.monotonic()
+        rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--no-rerank", "--chat-timeout", "1",
+                       "délai pour déclarer un sinistre"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "did not answer within 1 s" in err and "\n" not in err, err
+    assert time.monotonic() - started < 30

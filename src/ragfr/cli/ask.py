@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_search_options(p)
     p.add_argument("--chat-model", default=os.environ.get("RAGFR_CHAT_MODEL", "qwen2.5:3b"),
                    help="Ollama chat model (default $RAGFR_CHAT_MODEL or qwen2.5:3b); host from $OLLAMA_HOST")
+    p.add_argument("--chat-timeout", type=_seconds, metavar="SECONDS",
+                   default=_seconds(os.environ.get("RAGFR_CHAT_TIMEOUT", "300")),
+                   help="give up on the chat model after this many seconds (default $RAGFR_CHAT_TIMEOUT or 300)")
     p.add_argument("question")
     p.set_defaults(func=run)
 
@@ -37,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     args.query = args.question
     result = run_search(args)
-    out = answer(result, _chat_client(), args.chat_model)
+    out = answer(result, _chat_client(args.chat_timeout), args.chat_model)
     if args.json:
         print(json.dumps(out.to_json(), ensure_ascii=False, indent=2))
     elif out.grounded:
@@ -50,7 +53,15 @@ def run(args: argparse.Namespace) -> int:
     return 0 if out.grounded else 3
 
 
-def _chat_client() -> OllamaChat:
-    from ragfr.ask import OllamaChat
+def _chat_client(timeout: float) -> OllamaChat:
+    return OllamaChat(timeout=timeout)
 
-    return OllamaChat()
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text} s: give a timeout between 0 and 86400 seconds")
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -206,8 +207,15 @@ def test_open_webui_starts_only_after_the_schema_and_the_patch() -> None:
     names = [c["name"] for c in spec["initContainers"]]
     assert names == ["wait-for-schema", "copy-stock-openwebui", "apply-french-patch", "cache-reranker"]
     wait = spec["initContainers"][0]
-    args = build_parser().parse_args([*wait["command"][1:], *wait["args"]])
+    # $(VAR) in args expanded as the kubelet does, from the ConfigMap entries the container's env points at.
+    cm = owui_env(docs)
+    refs = {e["name"]: cm[e["valueFrom"]["configMapKeyRef"]["key"]] for e in wait["env"]
+            if "configMapKeyRef" in e.get("valueFrom", {})}
+    argv = [re.sub(r"\$\((\w+)\)", lambda m: refs.get(m.group(1), m.group(0)), a) for a in wait["args"]]
+    args = build_parser().parse_args([*wait["command"][1:], *argv])
     assert args.wait is True and args.timeout == 600
+    assert (args.embedding_model, args.dims) == (migrate_args(docs).embedding_model, migrate_args(docs).dims)
+    assert args.dsn is None or "$(" not in args.dsn  # the URL comes from the environment, not argv
     migrate = one(docs, "Job", "-migrate-1")["spec"]["template"]["spec"]
     assert [c["name"] for c in migrate["initContainers"]] == ["wait-for-postgres"]
 

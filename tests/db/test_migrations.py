@@ -220,7 +220,31 @@ def test_cli_wait_blocks_until_migrated(empty_db) -> None:
     assert early.returncode == 2 and "gave up after 1s" in early.stderr
     migrate(empty_db)
     late = subprocess.run([ragfr, "migrate", "--dsn", empty_db, "--wait"], capture_output=True, text=True, check=False)
-    assert late.returncode == 0 and f"schema at version {discover()[-1].version}" in late.stdout
+    assert late.returncode == 0 and f"schema complete ({len(discover())} migrations)" in late.stdout
+
+
+def test_cli_wait_needs_every_migration_not_just_the_highest(migrated_db) -> None:
+    """A database migrated by an older ragfr can hold 0100 and still miss a later-numbered-below file (0009)."""
+    dsn = migrated_db()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM ragfr_schema_migrations WHERE version = 9")
+    ragfr = str(REPO / ".venv" / "bin" / "ragfr")
+    waited = subprocess.run([ragfr, "migrate", "--dsn", dsn, "--wait", "--timeout", "1"], capture_output=True,
+                            text=True, check=False)
+    assert waited.returncode == 2 and "migration(s) [9] not applied yet" in waited.stderr
+
+
+def test_cli_wait_refuses_a_pod_configured_for_another_space(migrated_db) -> None:
+    dsn = migrated_db(1024, "ollama:bge-m3")
+    ragfr = str(REPO / ".venv" / "bin" / "ragfr")
+    same = subprocess.run([ragfr, "migrate", "--dsn", dsn, "--wait", "--embedding-model", "ollama:bge-m3", "--dims",
+                           "1024"], capture_output=True, text=True, check=False)
+    assert same.returncode == 0, same.stderr
+    stale = subprocess.run([ragfr, "migrate", "--dsn", dsn, "--wait", "--embedding-model", "ollama:other-model",
+                            "--dims", "1024"], capture_output=True, text=True, check=False)
+    assert stale.returncode == 2
+    assert stale.stderr.strip().startswith("ragfr: error: configured for ollama:other-model (1024 dims) but the "
+                                           "database's embedding space is ollama:bge-m3 (1024 dims)")
 
 
 def test_errors_are_ragfr_errors() -> None:

@@ -81,7 +81,8 @@ def test_job_is_created_with_the_release_image_credentials_and_labels_recorded_f
     assert env["OLLAMA_HOST"]["value"].startswith("http://")
     assert pod["metadata"]["labels"]["ragfr.io/db-client"] == "true"
     assert pod["metadata"]["labels"]["ragfr.io/ollama-client"] == "true"
-    assert container["args"][:6] == ["embeddings", "migrate", "--dsn", "$(DATABASE_URL)", "--to", TARGET]
+    assert container["args"][:4] == ["embeddings", "migrate", "--to", TARGET]
+    assert not any("DATABASE_URL" in a or a == "--dsn" for a in container["args"])  # the URL stays in the env
     assert "--k8s-release" in container["args"] and "32" in container["args"]
     role = posts[1][1]
     assert {n for r in role["rules"] for n in r["resourceNames"]} == {"ragfr-openwebui-env", "ragfr-openwebui"}

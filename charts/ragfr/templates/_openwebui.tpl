@@ -47,13 +47,22 @@ patch it (owui-init); make the reranker loadable offline.
 - name: wait-for-schema
   # Open WebUI must not start before the ragfr schema exists: it would create document_chunk itself,
   # without the French columns and triggers. `ragfr migrate --wait` polls until every migration the
-  # image knows is recorded; it applies nothing.
+  # image knows is recorded; it applies nothing. Then it refuses to let Open WebUI start on another
+  # embedding space than the database's (stale values after an embedding migration): the model and
+  # width come from the same ConfigMap Open WebUI reads. The URL comes from the environment, never argv.
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
   imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
   command: ["ragfr", "migrate"]
-  args: ["--dsn", "$(DATABASE_URL)", "--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}]
+  args: ["--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}, "--embedding-model", "ollama:$(RAG_EMBEDDING_MODEL)", "--dims", "$(PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH)"]
   env:
     {{- include "ragfr.db.urlEnv" (dict "root" . "db" "ragfr" "passwordVar" "RAGFR_DB_PASSWORD" "urlVar" "DATABASE_URL") | nindent 4 }}
+    {{- range $key := list "RAG_EMBEDDING_MODEL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" }}
+    - name: {{ $key }}
+      valueFrom:
+        configMapKeyRef:
+          name: {{ include "ragfr.componentName" (dict "root" $ "component" "openwebui-env") }}
+          key: {{ $key }}
+    {{- end }}
     - name: HOME
       value: /tmp
   {{- include "ragfr.smallContainer" . | nindent 2 }}

@@ -7,7 +7,7 @@ import sys
 import time
 
 from ragfr.cli.common import add_dsn, require_dsn
-from ragfr.errors import DatabaseError
+from ragfr.errors import DatabaseError, EmbeddingSpaceError
 
 EPILOG = """\
 what it does:
@@ -20,7 +20,8 @@ what it does:
 examples:
   ragfr migrate --dsn "$DATABASE_URL"                                  # bge-m3, 1024 dims
   ragfr migrate --dsn "$DATABASE_URL" --dims 384 --embedding-model local:multilingual-e5-small
-  ragfr migrate --dsn "$DATABASE_URL" --wait --timeout 600             # init container: block until migrated
+  ragfr migrate --wait --timeout 600 --embedding-model ollama:bge-m3 --dims 1024
+                       # init container: block until migrated, refuse a pod configured for another space
 """
 
 
@@ -40,35 +41,61 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SPEC",
         help="embedder spec of the space, e.g. ollama:bge-m3 (default), local:multilingual-e5-small",
     )
-    p.add_argument("--wait", action="store_true", help="apply nothing; wait until every known migration is applied")
+    p.add_argument("--wait", action="store_true",
+                   help="apply nothing; wait until every known migration is applied, then require the space given "
+                   "by --dims/--embedding-model (if any) to be the database's")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits before failing (default 600)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragfr.db.migrate import discover, migrate, schema_version
+    from ragfr.db.migrate import migrate
 
     dsn = require_dsn(args)
     if args.wait:
-        target = discover()[-1].version
-        deadline = time.monotonic() + args.timeout
-        while True:
-            try:
-                current = schema_version(dsn)
-            except DatabaseError as err:
-                current, reason = None, str(err)
-            else:
-                reason = f"schema version {current}, waiting for {target}"
-            if current is not None and current >= target:
-                print(f"schema at version {current}")
-                return 0
-            if time.monotonic() > deadline:
-                raise DatabaseError(f"gave up after {args.timeout:.0f}s: {reason}")
-            print(f"waiting: {reason}", file=sys.stderr)
-            time.sleep(2)
+        return _wait(dsn, args)
     report = migrate(dsn, args.dims, args.embedding_model, say=lambda m: print(m, file=sys.stderr))
     if report.applied:
         print(f"applied {len(report.applied)} migration(s); embedding space {report.model} ({report.dims} dims)")
     else:
         print(f"schema up to date ({report.already} migrations); embedding space {report.model} ({report.dims} dims)")
+    return 0
+
+
+def _wait(dsn: str, args: argparse.Namespace) -> int:
+    """Block until EVERY migration this ragfr knows is recorded (a missing one below the highest counts),
+    then, when --dims/--embedding-model say what the caller is configured with, require that space."""
+    from ragfr.db.connect import connect
+    from ragfr.db.migrate import applied_versions, discover
+    from ragfr.embed.space import read_space
+
+    known = {m.version for m in discover()}
+    deadline = time.monotonic() + args.timeout
+    while True:
+        try:
+            applied = applied_versions(dsn)
+        except DatabaseError as err:
+            applied, reason = None, str(err)
+        else:
+            missing = sorted(known - (applied or set()))
+            reason = "no ragfr schema yet" if applied is None else f"migration(s) {missing} not applied yet"
+        if applied is not None and known <= applied:
+            break
+        if time.monotonic() > deadline:
+            raise DatabaseError(f"gave up after {args.timeout:.0f}s: {reason}")
+        print(f"waiting: {reason}", file=sys.stderr)
+        time.sleep(2)
+    with connect(dsn, autocommit=True) as conn:
+        space = read_space(conn)
+    wanted_model = args.embedding_model or space.model
+    wanted_dims = args.dims or space.dims
+    if (wanted_model, wanted_dims) != (space.model, space.dims):
+        # Waiting cannot fix this: a pod on another space would write vectors the database refuses (0009)
+        # and embed queries no stored vector answers.
+        raise EmbeddingSpaceError(
+            f"configured for {wanted_model} ({wanted_dims} dims) but the database's embedding space is "
+            f"{space.model} ({space.dims} dims): set embedding.model/embedding.dims to match (helm upgrade), "
+            "or finish or roll back the embedding migration (docs/runbooks/embedding-migration.md)"
+        )
+    print(f"schema complete ({len(known)} migrations); embedding space {space.model} ({space.dims} dims)")
     return 0

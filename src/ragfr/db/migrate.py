@@ -222,6 +222,14 @@ def _pg_message(exc: psycopg.Error) -> str:
     return text
 
 
+def applied_versions(dsn: str) -> set[int] | None:
+    """Versions recorded in ragfr_schema_migrations, or None when the database has no ragfr schema."""
+    with connect(dsn, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('ragfr_schema_migrations')").fetchone() == (None,):
+            return None
+        return {row[0] for row in conn.execute("SELECT version FROM ragfr_schema_migrations")}
+
+
 def schema_version(dsn: str) -> int | None:
     """Highest applied migration version, or None when the database has no ragfr schema."""
     with connect(dsn, autocommit=True) as conn:
@@ -231,4 +239,7 @@ def schema_version(dsn: str) -> int | None:
         return None if row is None else row[0]
 
 
-__all__ = ["DEFAULT_DIMS", "DEFAULT_MODEL", "MigrateReport", "discover", "migrate", "redact", "schema_version"]
+__all__ = [
+    "DEFAULT_DIMS", "DEFAULT_MODEL", "MigrateReport", "applied_versions", "discover", "migrate", "redact",
+    "schema_version",
+]

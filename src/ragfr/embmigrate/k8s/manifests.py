@@ -41,7 +41,8 @@ class JobRequest(MigrationSettings):
 
 
 def migrate_args(req: JobRequest) -> list[str]:
-    return ["embeddings", "migrate", "--dsn", "$(DATABASE_URL)", *req.cli_args(),
+    # No --dsn: ragfr reads DATABASE_URL from the environment, so the password never appears in argv.
+    return ["embeddings", "migrate", *req.cli_args(),
             "--k8s-release", req.release, "--k8s-namespace", req.namespace]
 
 

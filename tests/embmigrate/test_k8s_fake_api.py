@@ -3,6 +3,8 @@ can run here): objects seeded from charts/ragfr rendered offline, every request 
 
 from __future__ import annotations
 
+import copy
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import kubernetes_validate
@@ -18,6 +20,7 @@ from ragfr.errors import ConfigError
 
 NS, RELEASE = "rag", "ragfr"
 TARGET = "ollama:nomic-embed-text"
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -56,25 +59,45 @@ def test_dry_run_prints_the_plan_and_creates_nothing_recorded_fake_api(chart_obj
     manifests = list(yaml.safe_load_all(text.split("---\n", 1)[1].rsplit("nothing was created", 1)[0]))
     for manifest in manifests:
         kubernetes_validate.validate(manifest, "1.30.0", strict=True)  # the real API schemas, offline
-    assert [m["kind"] for m in manifests] == ["ServiceAccount", "Role", "RoleBinding", "Job"]
+    assert [m["kind"] for m in manifests] == ["Job", "ServiceAccount", "Role", "RoleBinding"]
+    job = manifests[0]
+    assert job["spec"]["suspend"] is True and job["spec"]["ttlSecondsAfterFinished"] == 3 * 24 * 3600
 
 
 def test_job_is_created_with_the_release_image_credentials_and_labels_recorded_fake_api(
     chart_objects: list[dict[str, Any]],
 ) -> None:
+    # The Deployment as an air-gapped, tainted cluster has it: the run must be able to start there too.
+    objects = copy.deepcopy(chart_objects)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    pod_spec = deployment["spec"]["template"]["spec"]
+    pod_spec.update({"imagePullSecrets": [{"name": "internal-registry"}], "nodeSelector": {"ragfr/node": "a"},
+                     "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]})
     said: list[str] = []
-    with FakeKube(NS, chart_objects) as fake:
+    with FakeKube(NS, objects) as fake:
         assert run(_req(batch=32), dry_run=False, wait=True, timeout=5, say=said.append, out=said.append,
                    api=_api(fake), poll=0) == 0
     posts = [(path, body) for method, path, body in fake.requests if method == "POST"]
-    assert [b["kind"] for _, b in posts] == ["ServiceAccount", "Role", "RoleBinding", "Job"]
-    job = posts[-1][1]
-    deployment = next(o for o in chart_objects if o["kind"] == "Deployment")
-    schema = next(c for c in deployment["spec"]["template"]["spec"]["initContainers"]
-                  if c["name"] == "wait-for-schema")
+    assert [b["kind"] for _, b in posts] == ["Job", "ServiceAccount", "Role", "RoleBinding"]
+    job = posts[0][1]
+    name = job["metadata"]["name"]
+    assert job["spec"]["suspend"] is True  # created suspended, started once its account exists
+    stored_job = fake.objects[f"/apis/batch/v1/namespaces/{NS}/jobs/{name}"]
+    for _, rbac_obj in posts[1:]:
+        assert rbac_obj["metadata"]["name"] == name
+        assert rbac_obj["metadata"]["ownerReferences"] == [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": stored_job["metadata"]["uid"]}]
+    patches = [(p, b) for m, p, b in fake.requests if m == "PATCH"]
+    assert patches == [(f"/apis/batch/v1/namespaces/{NS}/jobs/{name}",
+                        {"content-type": "application/strategic-merge-patch+json", "body": {"spec": {"suspend": False}}})]
+    schema = next(c for c in pod_spec["initContainers"] if c["name"] == "wait-for-schema")
     pod = job["spec"]["template"]
+    for field in ("imagePullSecrets", "nodeSelector", "tolerations", "securityContext"):
+        assert pod["spec"][field] == pod_spec[field], field
+    assert pod["spec"]["serviceAccountName"] == name
     container = pod["spec"]["containers"][0]
     assert container["image"] == schema["image"]
+    assert container["resources"] == pod_spec["containers"][0]["resources"]
     env = {e["name"]: e for e in container["env"]}
     assert env["DATABASE_URL"] == next(e for e in schema["env"] if e["name"] == "DATABASE_URL")
     assert "secretKeyRef" in env["RAGFR_DB_PASSWORD"]["valueFrom"]
@@ -84,22 +107,37 @@ def test_job_is_created_with_the_release_image_credentials_and_labels_recorded_f
     assert container["args"][:4] == ["embeddings", "migrate", "--to", TARGET]
     assert not any("DATABASE_URL" in a or a == "--dsn" for a in container["args"])  # the URL stays in the env
     assert "--k8s-release" in container["args"] and "32" in container["args"]
-    role = posts[1][1]
+    role = posts[2][1]
     assert {n for r in role["rules"] for n in r["resourceNames"]} == {"ragfr-openwebui-env", "ragfr-openwebui"}
     job_gets = [p for m, p, _ in fake.requests if m == "GET" and "/jobs/" in p]
     assert len(job_gets) == 2 and any("succeeded 1" in s for s in said)
 
 
-def test_rerun_keeps_existing_objects_and_follows_the_same_job_recorded_fake_api(
-    chart_objects: list[dict[str, Any]],
-) -> None:
+def test_rerun_while_a_run_is_in_progress_follows_it_recorded_fake_api(chart_objects: list[dict[str, Any]]) -> None:
     said: list[str] = []
     with FakeKube(NS, chart_objects) as fake:
         api = _api(fake)
-        run(_req(), dry_run=False, wait=False, timeout=5, say=said.append, out=said.append, api=api)
-        run(_req(), dry_run=False, wait=True, timeout=5, say=said.append, out=said.append, api=api, poll=0)
-    assert sum("already exists: kept" in s for s in said) == 4
-    assert len([p for p in fake.objects if "/jobs/" in p]) == 1
+        run(_req(), dry_run=False, wait=False, timeout=5, say=said.append, out=said.append, api=api, now=T0)
+        run(_req(), dry_run=False, wait=True, timeout=5, say=said.append, out=said.append, api=api, poll=0,
+            now=T0 + timedelta(minutes=5))
+    jobs = [p for p in fake.objects if "/jobs/" in p]
+    assert len(jobs) == 1 and any(f"in progress: following Job {jobs[0].rsplit('/', 1)[1]}" in s for s in said)
+
+
+def test_migrate_rollback_migrate_again_does_the_work_twice_recorded_fake_api(
+    chart_objects: list[dict[str, Any]],
+) -> None:
+    """The second migration after a rollback is a new run: a finished Job of the same target is history."""
+    with FakeKube(NS, chart_objects) as fake:
+        api = _api(fake)
+        run(_req(), dry_run=False, wait=True, timeout=5, say=print, out=print, api=api, poll=0, now=T0)
+        # (the rollback happens in the database; the first run's Job stays until its TTL)
+        run(_req(), dry_run=False, wait=True, timeout=5, say=print, out=print, api=api, poll=0,
+            now=T0 + timedelta(hours=2))
+    job_posts = [b["metadata"]["name"] for m, _, b in fake.requests if m == "POST" and b["kind"] == "Job"]
+    assert len(job_posts) == 2 and job_posts[0] != job_posts[1]
+    starts = [p for m, p, _ in fake.requests if m == "PATCH" and "/jobs/" in p]
+    assert [p.rsplit("/", 1)[1] for p in starts] == job_posts
 
 
 def test_a_failed_job_is_one_clear_error_recorded_fake_api(chart_objects: list[dict[str, Any]]) -> None:

@@ -14,6 +14,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl
 
 _COLLECTIONS = {
     ("v1", "ConfigMap"): "/api/v1/namespaces/{ns}/configmaps",
@@ -23,6 +24,10 @@ _COLLECTIONS = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
     ("batch/v1", "Job"): "/apis/batch/v1/namespaces/{ns}/jobs",
 }
+
+
+def _collection_paths(namespace: str) -> set[str]:
+    return {template.format(ns=namespace) for template in _COLLECTIONS.values()}
 
 
 def _merge(into: dict[str, Any], patch: dict[str, Any]) -> None:
@@ -106,7 +111,9 @@ class FakeKube:
         self.objects[self.path_of(obj)] = obj
 
     def get(self, path: str) -> tuple[int, dict[str, Any]]:
-        path = path.split("?")[0]
+        path, _, query = path.partition("?")
+        if path in _collection_paths(self.namespace):
+            return 200, self._list(path, query)
         if path not in self.objects:
             return 404, _status(404, "NotFound", f"{path} not found")
         obj = self.objects[path]
@@ -114,6 +121,16 @@ class FakeKube:
             obj["status"] = self.job_statuses[min(self._job_reads, len(self.job_statuses) - 1)]
             self._job_reads += 1
         return 200, obj
+
+    def _list(self, collection: str, query: str) -> dict[str, Any]:
+        """List with `labelSelector=k=v,k=v` (equality only, what the client sends here)."""
+        wanted: dict[str, str] = {}
+        for key, value in parse_qsl(query):
+            if key == "labelSelector":
+                wanted = dict(term.split("=", 1) for term in value.split(","))
+        items = [copy.deepcopy(o) for p, o in self.objects.items() if p.rsplit("/", 1)[0] == collection
+                 and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+        return {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
 
     def create(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         target = f"{path.split('?')[0]}/{body['metadata']['name']}"

@@ -1,9 +1,12 @@
-"""The objects `ragfr embeddings k8s` creates: a ServiceAccount allowed to patch exactly Open WebUI's
-ConfigMap and Deployment, and a Job running `ragfr embeddings migrate` with them.
+"""The objects `ragfr embeddings k8s` creates for one run: a Job running `ragfr embeddings migrate`, and a
+ServiceAccount/Role/RoleBinding allowed to patch exactly Open WebUI's ConfigMap and Deployment, owned by that
+Job so that Kubernetes deletes them with it (`ttlSecondsAfterFinished`).
 
 The Job borrows from the release's running Open WebUI Deployment rather than re-deriving the chart: the
 `wait-for-schema` init container already runs the ragfr image with the database URL built from the
-chart's Secret, and the pod labels are what the chart's NetworkPolicies admit to ragdb and Ollama.
+chart's Secret, the pod labels are what the chart's NetworkPolicies admit to ragdb and Ollama, and the
+pod-level settings (pull secrets, node selection, tolerations, security context, resources) are what lets
+a pod of this release start on this cluster at all (air-gapped registries, tainted nodes).
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from ragfr.errors import ConfigError
 
 SCHEMA_CONTAINER = "wait-for-schema"
 NETWORK_LABELS = {"ragfr.io/db-client": "true", "ragfr.io/ollama-client": "true"}
+TARGET_LABEL = "ragfr.io/embmigrate-target"
+# A finished run (its Job, pod logs and RBAC objects) stays three days for `kubectl logs`, then goes.
+TTL_SECONDS = 3 * 24 * 3600
+# Pod-level fields copied from Open WebUI's pod: what decides where and whether a release's pod can start.
+POD_FIELDS = ("imagePullSecrets", "nodeSelector", "tolerations", "affinity", "priorityClassName", "securityContext")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,14 +38,13 @@ class JobRequest(MigrationSettings):
         return Release(self.namespace, self.release)
 
     @property
-    def job_name(self) -> str:
-        # Same request, same name: re-running the command finds (and follows) the Job already there.
-        digest = hashlib.sha256(f"{self.to}/{self.dims}".encode()).hexdigest()[:8]
-        return f"{self.release}-embmigrate-{digest}"[:63]
+    def target_key(self) -> str:
+        """Same target, same key: the label that finds a run of this migration still in progress."""
+        return hashlib.sha256(f"{self.to}/{self.dims}".encode()).hexdigest()[:8]
 
-    @property
-    def account(self) -> str:
-        return f"{self.release}-embmigrate"[:63]
+    def job_name(self, run: str) -> str:
+        # One Job per run: after a rollback, migrating again is a new run, never the old finished Job.
+        return f"{self.release[:30]}-embmigrate-{self.target_key}-{run}"[:63].rstrip("-")
 
 
 def migrate_args(req: JobRequest) -> list[str]:
@@ -55,22 +62,25 @@ def schema_container(deployment: dict[str, Any]) -> dict[str, Any]:
     raise ConfigError(f"deployment {name} has no init container {SCHEMA_CONTAINER!r}: not a ragfr chart release?")
 
 
-def objects(req: JobRequest, deployment: dict[str, Any], configmap: dict[str, Any]) -> list[dict[str, Any]]:
-    """ServiceAccount, Role, RoleBinding and Job, as API-ready dicts (also printed by --dry-run)."""
-    source = schema_container(deployment)
-    pod_spec = deployment["spec"]["template"]["spec"]
-    labels = {
+def labels(req: JobRequest) -> dict[str, str]:
+    return {
         "app.kubernetes.io/name": "ragfr",
         "app.kubernetes.io/instance": req.release,
         "app.kubernetes.io/component": "embmigrate",
         "app.kubernetes.io/part-of": "ragfr",
+        TARGET_LABEL: req.target_key,
     }
+
+
+def job(req: JobRequest, name: str, deployment: dict[str, Any], configmap: dict[str, Any]) -> dict[str, Any]:
+    """The run's Job, created suspended: it starts once its ServiceAccount exists (see `rbac`)."""
+    source = schema_container(deployment)
+    pod_spec = deployment["spec"]["template"]["spec"]
     ollama = (configmap.get("data") or {}).get("OLLAMA_BASE_URL")
     env = [e for e in source.get("env", []) if e.get("name") not in ("HOME", "OLLAMA_HOST")]
     env += [{"name": "HOME", "value": "/tmp"}, {"name": "RAGFR_CACHE_DIR", "value": "/tmp/ragfr-cache"}]
     if ollama:
         env.append({"name": "OLLAMA_HOST", "value": ollama})
-    meta = {"name": req.account, "namespace": req.namespace, "labels": labels}
     container: dict[str, Any] = {
         "name": "embmigrate",
         "image": source["image"],
@@ -82,16 +92,37 @@ def objects(req: JobRequest, deployment: dict[str, Any], configmap: dict[str, An
     }
     if "securityContext" in source:
         container["securityContext"] = source["securityContext"]
+    main = (pod_spec.get("containers") or [{}])[0]
+    if "resources" in main:
+        container["resources"] = main["resources"]  # sized by the operator for a pod of this release
     pod: dict[str, Any] = {
-        "serviceAccountName": req.account,
+        "serviceAccountName": name,
         "automountServiceAccountToken": True,  # the switch patches Open WebUI through the API
         # OnFailure: a crashed or OOM-killed migrator restarts in place and resumes from its checkpoint.
         "restartPolicy": "OnFailure",
         "containers": [container],
         "volumes": [{"name": "tmp", "emptyDir": {}}],
     }
-    if "securityContext" in pod_spec:
-        pod["securityContext"] = pod_spec["securityContext"]
+    pod.update({key: pod_spec[key] for key in POD_FIELDS if key in pod_spec})
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": req.namespace, "labels": labels(req)},
+        "spec": {
+            "suspend": True,
+            "backoffLimit": 6,
+            "ttlSecondsAfterFinished": TTL_SECONDS,
+            "template": {"metadata": {"labels": {**labels(req), **NETWORK_LABELS}}, "spec": pod},
+        },
+    }
+
+
+def rbac(req: JobRequest, name: str, owner_uid: str | None) -> list[dict[str, Any]]:
+    """ServiceAccount, Role and RoleBinding of one run; with the Job's uid they are owned by it and garbage-
+    collected with it (a dry run has no uid yet and prints them without owner)."""
+    meta: dict[str, Any] = {"name": name, "namespace": req.namespace, "labels": labels(req)}
+    if owner_uid:
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": owner_uid}]
     release = req.target
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
@@ -110,16 +141,7 @@ def objects(req: JobRequest, deployment: dict[str, Any], configmap: dict[str, An
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
             "metadata": meta,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": req.account},
-            "subjects": [{"kind": "ServiceAccount", "name": req.account, "namespace": req.namespace}],
-        },
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": req.job_name, "namespace": req.namespace, "labels": labels},
-            "spec": {
-                "backoffLimit": 6,
-                "template": {"metadata": {"labels": {**labels, **NETWORK_LABELS}}, "spec": pod},
-            },
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": req.namespace}],
         },
     ]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from tests.embmigrate.helpers import SOURCE, TARGET, snapshot
+from tests.support.embmigrate import SOURCE, TARGET, snapshot
 
 from ragfr.cli import main
 from ragfr.embmigrate import names
@@ -45,7 +45,7 @@ def _ready(dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0, err
 
 
-def test_dry_run_exits_4_when_a_real_run_would_refuse_or_stop(source_db: Callable[[int], str], capsys) -> None:  # type: ignore[no-untyped-def]
+def test_dry_run_exits_4_when_a_real_run_would_refuse_or_stop(source_db: Callable[[int], str], capsys) -> None:
     dsn = source_db(4)
     with psycopg.connect(dsn, autocommit=True) as holder:
         holder.execute("SET application_name = 'other-migrator'")
@@ -61,7 +61,7 @@ def test_dry_run_exits_4_when_a_real_run_would_refuse_or_stop(source_db: Callabl
     assert snapshot(dsn) == before
 
 
-def test_dry_run_shows_only_the_steps_still_to_do(source_db: Callable[[int], str], capsys) -> None:  # type: ignore[no-untyped-def]
+def test_dry_run_shows_only_the_steps_still_to_do(source_db: Callable[[int], str], capsys) -> None:
     dsn = source_db(4)
     rc, fresh, _ = _cli(capsys, "migrate", "--dsn", dsn, "--to", TARGET, "--dry-run")
     assert rc == 0 and re.search(r"^  1\. add vector_next", fresh, re.M)
@@ -73,7 +73,7 @@ def test_dry_run_shows_only_the_steps_still_to_do(source_db: Callable[[int], str
     assert "open migration: #1, phase ready: a real run resumes it" in out
 
 
-def test_lock_waits_are_bounded_name_the_blocker_and_take_no_migration_number(  # type: ignore[no-untyped-def]
+def test_lock_waits_are_bounded_name_the_blocker_and_take_no_migration_number(
     source_db: Callable[[int], str], capsys, caplog
 ) -> None:
     dsn = source_db(4)
@@ -98,7 +98,7 @@ def test_lock_waits_are_bounded_name_the_blocker_and_take_no_migration_number(  
     assert rc == 0 and "migration #1:" in err, err
 
 
-def test_status_never_recommends_what_would_be_refused(source_db: Callable[[int], str], capsys) -> None:  # type: ignore[no-untyped-def]
+def test_status_never_recommends_what_would_be_refused(source_db: Callable[[int], str], capsys) -> None:
     dsn = source_db(4)
     _ready(dsn, capsys)
     rc, out, _ = _cli(capsys, "status", "--dsn", dsn)
@@ -113,7 +113,7 @@ def test_status_never_recommends_what_would_be_refused(source_db: Callable[[int]
         assert rc == 2 and "already running" in err  # what the old advice led to
 
 
-def test_every_refusal_names_the_command_that_works_now(source_db: Callable[[int], str], capsys) -> None:  # type: ignore[no-untyped-def]
+def test_every_refusal_names_the_command_that_works_now(source_db: Callable[[int], str], capsys) -> None:
     dsn = source_db(4)
     _ready(dsn, capsys)
     rc, _, err = _cli(capsys, "finalize", "--dsn", dsn)
@@ -125,10 +125,10 @@ def test_every_refusal_names_the_command_that_works_now(source_db: Callable[[int
         in _error(err)
     assert _cli(capsys, "finalize", "--dsn", dsn)[0] == 0
     rc, _, err = _cli(capsys, "rollback", "--dsn", dsn)
-    assert rc == 2 and f"migration #1 was finalized" in _error(err) and f"`{CMD} migrate --to {SOURCE}`" in err
+    assert rc == 2 and "migration #1 was finalized" in _error(err) and f"`{CMD} migrate --to {SOURCE}`" in err
 
 
-def _child(args: list[str], **kwargs) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
+def _child(args: list[str], **kwargs) -> subprocess.Popen[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "2"}
     return subprocess.Popen([sys.executable, "-m", "ragfr", *args], env=env, text=True, **kwargs)
 
@@ -144,7 +144,7 @@ def _rows_embedded(dsn: str) -> int:
     [(signal.SIGTERM, False, 143), (signal.SIGINT, True, 130)],  # SIGINT ignored: how `cmd &` starts a job
     ids=["sigterm", "sigint-background"],
 )
-def test_signals_stop_at_the_next_safe_point_and_say_what_was_kept(  # type: ignore[no-untyped-def]
+def test_signals_stop_at_the_next_safe_point_and_say_what_was_kept(
     source_db: Callable[[int], str], sig: signal.Signals, sigint_ignored: bool, code: int
 ) -> None:
     dsn = source_db(40)

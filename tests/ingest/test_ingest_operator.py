@@ -62,9 +62,9 @@ def _race(dsn: str, texts: tuple[str, str]) -> list[Any]:
         try:
             with psycopg.connect(dsn) as conn:
                 doc = Document(text=texts[i], source="/data/contrat.md")
-                reports[i] = ingest_documents(conn, "c", [doc], _MeetBeforeWriting(e5, barrier),  # type: ignore[arg-type]
+                reports[i] = ingest_documents(conn, "c", [doc], _MeetBeforeWriting(e5, barrier),
                                               ChunkConfig(size=60, overlap=0), progress=False)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
+        except BaseException as exc:  # re-raised in the test thread
             errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
@@ -101,7 +101,7 @@ def _ingest(capsys: pytest.CaptureFixture[str], dsn: str, *args: str) -> tuple[i
     return rc, captured.out, captured.err
 
 
-def test_lone_surrogate_is_refused_with_file_and_line(dsn: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_lone_surrogate_is_refused_with_file_and_line(dsn: str, tmp_path: Path, capsys) -> None:
     path = tmp_path / "faq.jsonl"
     path.write_text('{"id": "a", "text": "correct"}\n{"id": "b", "text": "cass\\ud800e"}\n', encoding="utf-8")
     rc, _, err = _ingest(capsys, dsn, str(path))
@@ -111,7 +111,7 @@ def test_lone_surrogate_is_refused_with_file_and_line(dsn: str, tmp_path: Path, 
     assert _stored(dsn) == []
 
 
-def test_chunk_size_is_bounded_by_the_embedders_window(dsn: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_chunk_size_is_bounded_by_the_embedders_window(dsn: str, tmp_path: Path, capsys) -> None:
     path = tmp_path / "a.txt"
     path.write_text(V1, encoding="utf-8")
     rc, _, err = _ingest(capsys, dsn, "--chunk-size", "1000000", str(path))
@@ -123,7 +123,7 @@ def test_chunk_size_is_bounded_by_the_embedders_window(dsn: str, tmp_path: Path,
     assert rc == 0, err
 
 
-def test_a_fifo_is_refused_by_name_without_blocking(dsn: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_fifo_is_refused_by_name_without_blocking(dsn: str, tmp_path: Path, capsys) -> None:
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
     rc, _, err = _ingest(capsys, dsn, str(fifo))
@@ -132,7 +132,7 @@ def test_a_fifo_is_refused_by_name_without_blocking(dsn: str, tmp_path: Path, ca
                            "only files and directories can be ingested")
 
 
-def test_empty_file_and_no_op_ingest_say_so(dsn: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_empty_file_and_no_op_ingest_say_so(dsn: str, tmp_path: Path, capsys) -> None:
     empty, full = tmp_path / "vide.txt", tmp_path / "plein.txt"
     empty.write_text(" \n\n", encoding="utf-8")
     full.write_text(V1, encoding="utf-8")
@@ -147,7 +147,7 @@ def test_empty_file_and_no_op_ingest_say_so(dsn: str, tmp_path: Path, capsys) ->
     assert out.strip().splitlines()[-1].startswith("nothing changed: all ") and "were already stored" in out
 
 
-def test_meta_keys_are_limited_like_filter_keys(dsn: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_meta_keys_are_limited_like_filter_keys(dsn: str, tmp_path: Path, capsys) -> None:
     assert parse_meta(["k" * 128 + "=v"]) == {"k" * 128: "v"}
     with pytest.raises(ConfigError, match="1-128 characters"):
         parse_meta(["k" * 129 + "=v"])
@@ -157,7 +157,7 @@ def test_meta_keys_are_limited_like_filter_keys(dsn: str, tmp_path: Path, capsys
     assert rc == 2 and "--meta: invalid metadata key" in err and _stored(dsn) == []
 
 
-def test_empty_embedder_is_refused(dsn: str, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_empty_embedder_is_refused(dsn: str, tmp_path: Path, capsys) -> None:
     path = tmp_path / "a.txt"
     path.write_text(V1, encoding="utf-8")
     rc, _, err = _ingest(capsys, dsn, "--embedder", "", str(path))

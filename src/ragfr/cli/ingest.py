@@ -10,7 +10,6 @@ from typing import Any
 
 from ragfr.cli.common import add_dsn, require_dsn
 from ragfr.errors import ConfigError
-from ragfr.retrieval.filters import check_key
 from ragfr.ingest.chunking import (
     CHARS_PER_TOKEN,
     DEFAULT_CHUNK_OVERLAP,
@@ -18,6 +17,7 @@ from ragfr.ingest.chunking import (
     UNKNOWN_WINDOW_MAX_CHARS,
     max_chunk_size,
 )
+from ragfr.retrieval.filters import check_key
 
 DESCRIPTION = """\
 Load .txt, .md, .pdf and .jsonl files (directories are walked for those), cut them into chunks at
@@ -37,11 +37,12 @@ file formats:
   .jsonl     one JSON object per line: {{"id": "a1", "text": "...", "metadata": {{"key": "value"}}}}
              (id: string or integer, unique in the file; metadata optional)
 
-chunk sizes are in characters (default {DEFAULT_CHUNK_SIZE}, overlap {DEFAULT_CHUNK_OVERLAP}); about {CHARS_PER_TOKEN} French
-characters per token for e5, so 1000 characters stay well inside its 512-token window. --chunk-size is
-bounded by the embedder's input window: at most {max_chunk_size(512)} characters for local:multilingual-e5-small
-(512 tokens x {CHARS_PER_TOKEN}), {UNKNOWN_WINDOW_MAX_CHARS} for models whose window ragfr does not know (Ollama, USE).
-Beyond its window a model truncates or averages, so part of each chunk would not be searchable as written.
+chunk sizes are in characters (default {DEFAULT_CHUNK_SIZE}, overlap {DEFAULT_CHUNK_OVERLAP});
+about {CHARS_PER_TOKEN} French characters per token for e5, so 1000 characters stay well inside
+its 512-token window. --chunk-size is bounded by the embedder's input window: at most
+{max_chunk_size(512)} characters for local:multilingual-e5-small (512 tokens x {CHARS_PER_TOKEN}),
+{UNKNOWN_WINDOW_MAX_CHARS} for models whose window ragfr does not know (Ollama, USE). Beyond its
+window a model truncates or averages, so part of each chunk would not be searchable as written.
 
 what it says: one summary line; "nothing changed" when every chunk was already stored; a warning per
 empty document (no chunk: its old chunks, if any, are removed); the number of chunks another ingest of
@@ -123,10 +124,8 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from ragfr.db.connect import connect
-    from ragfr.embed import load_embedder, read_space
+    from ragfr.embed import load_embedder, parse_spec, read_space
     from ragfr.ingest import ChunkConfig, ingest_documents, iter_files, load_file
-
-    from ragfr.embed import parse_spec
 
     meta = parse_meta(args.meta)
     if args.embedder is not None:

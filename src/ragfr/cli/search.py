@@ -64,16 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_search(args: argparse.Namespace) -> Any:
     from ragfr.db.connect import connect
-    from ragfr.embed import load_embedder, read_space
+    from ragfr.embed import load_embedder, parse_spec, read_space
     from ragfr.errors import ConfigError
+    from ragfr.retrieval.collections import require_collections
     from ragfr.retrieval.config import SearchConfig
     from ragfr.retrieval.filters import parse_condition
     from ragfr.retrieval.hybrid import search
-    from ragfr.retrieval.rerank import load_reranker
-
-    from ragfr.embed import parse_spec
-    from ragfr.retrieval.collections import require_collections
-    from ragfr.retrieval.rerank import require_reranker_files
+    from ragfr.retrieval.rerank import load_reranker, require_reranker_files
 
     if args.lexical_only and args.semantic_only:
         raise ConfigError("--lexical-only and --semantic-only exclude each other")

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import psycopg
 from psycopg import sql
+
 from ragfr.embed.errors import EmbedderError
 from ragfr.embmigrate import names, state, stop
 from ragfr.embmigrate.faults import kill_point

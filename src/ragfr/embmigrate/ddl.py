@@ -63,15 +63,16 @@ def in_locked_transaction(
         attempt += 1
         try:
             with conn.transaction():
-                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{int(budget.timeout_s * 1000)}ms")))
+                timeout = sql.Literal(f"{int(budget.timeout_s * 1000)}ms")
+                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(timeout))
                 return work(conn)
         except psycopg.errors.LockNotAvailable:
             holders = lock_holders(conn)
             used = time.monotonic() - start
             if used + RETRY_PAUSE_S + budget.timeout_s > budget.total_s:
                 raise DatabaseError(
-                    f"{what}: could not lock {names.TABLE} within --lock-wait {budget.total_s:g} s ({attempt} attempt(s) "
-                    f"of --lock-timeout {budget.timeout_s:g} s); {holders}; nothing was changed. "
+                    f"{what}: could not lock {names.TABLE} within --lock-wait {budget.total_s:g} s "
+                    f"({attempt} attempt(s) of --lock-timeout {budget.timeout_s:g} s); {holders}; nothing was changed. "
                     f"{_terminate_hint(conn)}, or wait for it, then re-run the same command"
                 ) from None
             log.warning(

@@ -80,7 +80,7 @@ def ingest_documents(
     _check_metadata(extra, "--meta")
     check_space(conn, embedder)
     config = config or ChunkConfig()
-    check_chunk_size(config, embedder.model_id, embedder.max_input_tokens)
+    check_chunk_size(config, embedder.model_id, getattr(embedder, "max_input_tokens", None))  # duck-typed embedders
     report = IngestReport()
     plans = _plan(collection, list(docs), embedder, config, extra, report)
     _find_existing(conn, collection, plans, report)

@@ -27,7 +27,8 @@ def require_collections(conn: psycopg.Connection[Any], names: Sequence[str]) -> 
     known = [
         str(r[0])
         for r in conn.execute(
-            "SELECT collection_name FROM ragfr_collection_stats WHERE n_docs > 0 ORDER BY collection_name LIMIT %s", (_SHOWN + 1,)
+            "SELECT collection_name FROM ragfr_collection_stats WHERE n_docs > 0 ORDER BY collection_name LIMIT %s",
+            (_SHOWN + 1,),
         )
     ]
     listed = ", ".join(known[:_SHOWN]) + (", ..." if len(known) > _SHOWN else "") if known else "none"

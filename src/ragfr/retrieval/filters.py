@@ -179,7 +179,8 @@ def parse_condition(text: str) -> Condition:
     rest = rest.lstrip()
     match = _OPERATORS.match(rest)
     if not key:
-        raise ConfigError(f"filter {text!r} has no key before its operator: write it as key{match.group() if match else '='}VALUE")
+        shown = match.group() if match else "="
+        raise ConfigError(f"filter {text!r} has no key before its operator: write it as key{shown}VALUE")
     if match is None:
         raise ConfigError(f"filter {text!r}: {rest[:2]!r} is not an operator; use =, >=, <=, > or <")
     op, value = match.group(), rest[match.end():]

@@ -76,7 +76,7 @@ def test_values_with_operator_characters_parse_as_written(expr: str, key: str, o
 
 
 @pytest.fixture
-def kb(migrated_db):  # type: ignore[no-untyped-def]
+def kb(migrated_db):
     dsn = migrated_db(dims=384, model=E5)
     docs = [
         Document(text="La franchise est de 150 euros par sinistre.", source="a.txt", metadata={"titre": "a<b"}),
@@ -94,14 +94,14 @@ def _search(capsys: pytest.CaptureFixture[str], dsn: str, *args: str) -> tuple[i
     return rc, captured.out, captured.err
 
 
-def test_values_with_operator_characters_match_stored_rows(kb, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_values_with_operator_characters_match_stored_rows(kb, capsys) -> None:
     for expr, name in (("titre=a<b", "a.txt"), ('titre="a|b"', "b.txt")):
         rc, out, err = _search(capsys, kb, "--collection", "contrat", "--json", "--filter", expr, "franchise vol")
         assert rc == 0, err
         assert [h["metadata"]["name"] for h in json.loads(out)["results"]] == [name]
 
 
-def test_unknown_collection_is_exit_2_and_an_empty_match_is_exit_0(kb, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_collection_is_exit_2_and_an_empty_match_is_exit_0(kb, capsys) -> None:
     rc, out, err = _search(capsys, kb, "--collection", "contrats", "franchise")
     assert rc == 2 and out == ""
     assert err.strip() == ("ragfr: error: unknown collection 'contrats': no chunk is stored under that name "
@@ -110,7 +110,7 @@ def test_unknown_collection_is_exit_2_and_an_empty_match_is_exit_0(kb, capsys) -
     assert rc == 0 and out.startswith("no result") and err == ""
 
 
-def test_empty_embedder_is_refused(kb, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_empty_embedder_is_refused(kb, capsys) -> None:
     rc, out, err = _search(capsys, kb, "--collection", "contrat", "--embedder", "", "franchise")
     assert rc == 2 and "empty embedder spec" in err and out == ""
 
@@ -128,7 +128,7 @@ def _without_reranker(args: list[str], hf_home: Path) -> tuple[subprocess.Comple
     return proc, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_missing_reranker_is_refused_before_any_model_load(kb, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_reranker_is_refused_before_any_model_load(kb, tmp_path: Path) -> None:
     proc, imported = _without_reranker(["search", "--dsn", kb, "--collection", "contrat", "franchise"], tmp_path)
     assert proc.returncode == 2
     err = proc.stderr.strip()

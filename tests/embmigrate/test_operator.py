@@ -111,6 +111,7 @@ def test_status_never_recommends_what_would_be_refused(source_db: Callable[[int]
         assert "a migrator is running: wait for it" in nxt and "to switch" not in nxt and "resume" not in nxt
         rc, _, err = _cli(capsys, "migrate", "--dsn", dsn, "--to", TARGET)
         assert rc == 2 and "already running" in err  # what the old advice led to
+        assert f"follow it with `{CMD} status`" in _error(err)
 
 
 def test_every_refusal_names_the_command_that_works_now(source_db: Callable[[int], str], capsys) -> None:
@@ -169,6 +170,26 @@ def test_signals_stop_at_the_next_safe_point_and_say_what_was_kept(
     assert 0 < kept < 40 and pending == (40 - kept,)
     assert last == (f"ragfr: stopped: {sig.name}: migration #1 stopped in phase backfill; {kept} chunk(s) embedded "
                     f"and committed are kept, {40 - kept} still to embed. Resume with `{CMD} migrate --to {TARGET}`")
+
+
+def test_a_signal_while_waiting_for_the_lock_stops_with_nothing_changed(source_db: Callable[[int], str]) -> None:
+    dsn = source_db(4)
+    assert main(["embeddings", "migrate", "--dsn", dsn, "--to", TARGET, "--no-progress"]) == 0  # switched
+    before = snapshot(dsn)
+    with psycopg.connect(dsn) as blocker:
+        blocker.execute("SELECT count(*) FROM document_chunk")  # open transaction: ACCESS SHARE held
+        proc = _child(["embeddings", "finalize", "--dsn", dsn, "--lock-timeout", "0.2", "--lock-wait", "120"],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # the first retry warning: the finalize is waiting for the lock
+        assert "is busy (attempt 1" in first, first
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=60)
+        blocker.rollback()
+    assert proc.returncode == 143
+    assert rest.strip().splitlines()[-1] == ("ragfr: stopped: finalize: stopped while waiting for the document_chunk "
+                                             "lock; nothing was changed")
+    assert snapshot(dsn) == before
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["embeddings", "--help"], ["embeddings", "status"]],

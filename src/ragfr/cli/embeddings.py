@@ -268,8 +268,10 @@ def run_rollback(args: argparse.Namespace) -> int:
 
 def run_finalize(args: argparse.Namespace) -> int:
     from ragfr.embmigrate.runner import finalize
+    from ragfr.embmigrate.stop import stop_on_signals
 
-    return finalize(require_dsn(args), _say, _budget(args))
+    with stop_on_signals():  # a signal while waiting for the table lock stops with nothing changed
+        return finalize(require_dsn(args), _say, _budget(args))
 
 
 def run_k8s(args: argparse.Namespace) -> int:

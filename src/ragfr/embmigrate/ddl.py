@@ -19,7 +19,7 @@ from typing import TypeVar
 import psycopg
 from psycopg import sql
 
-from ragfr.embmigrate import names
+from ragfr.embmigrate import names, stop
 from ragfr.embmigrate.catalog import Index
 from ragfr.errors import ConfigError, DatabaseError
 
@@ -75,6 +75,7 @@ def in_locked_transaction(
                     f"({attempt} attempt(s) of --lock-timeout {budget.timeout_s:g} s); {holders}; nothing was changed. "
                     f"{_terminate_hint(conn)}, or wait for it, then re-run the same command"
                 ) from None
+            stop.checkpoint(f"{what}: stopped while waiting for the {names.TABLE} lock; nothing was changed")
             log.warning(
                 "%s: %s is busy (attempt %d, %.0f of --lock-wait %g s used): %s; retrying. %s if it should not be "
                 "running", what, names.TABLE, attempt, used, budget.total_s, holders, _terminate_hint(conn),

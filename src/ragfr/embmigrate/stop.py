@@ -80,7 +80,7 @@ def requested() -> int | None:
     return _requested[0] if _requested else None
 
 
-def checkpoint() -> None:
+def checkpoint(message: str = "") -> None:
     """Raise Stopped if a stop was requested: call only where everything done so far is committed."""
     if _requested:
-        raise Stopped(_requested[0])
+        raise Stopped(_requested[0], message)

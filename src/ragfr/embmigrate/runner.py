@@ -169,7 +169,7 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
                 if current.to_dims != dims:
                     raise EmbeddingSpaceError(
                         f"the open migration expects {current.to_dims}-dim vectors from {target}, "
-                        f"which now returns {dims}; roll it back and start again"
+                        f"which now returns {dims}; abandon it with `{CMD} rollback`, then start again"
                     )
                 migration_id = current.id
                 say(f"resuming migration #{migration_id} to {target} (phase {current.phase})")
@@ -292,7 +292,7 @@ def _verify(
     if not done.complete:
         raise VerificationError(
             f"new space incomplete: {done.missing} chunk(s) without a vector, {done.no_text} without text, "
-            f"{done.wrong_model} from another model; re-run to resume"
+            f"{done.wrong_model} from another model; resume with `{opts.command()}`"
         )
     recall = verify.recall_at_10(
         conn, names.VECTOR_NEXT, names.INDEX_NEXT, sample=opts.recall_sample, ef_search=opts.ef_search
@@ -303,8 +303,8 @@ def _verify(
     )
     if recall.mean < opts.min_recall:
         raise VerificationError(
-            f"HNSW recall@10 {recall.mean:.3f} is below --min-recall {opts.min_recall}; raise --ef-search "
-            "(or the index's ef_construction) and re-run"
+            f"HNSW recall@10 {recall.mean:.3f} is below --min-recall {opts.min_recall}; re-run "
+            f"`{opts.command()} --ef-search {min(opts.ef_search * 2, 1000)}` (or `{CMD} rollback` to abandon)"
         )
     with conn.transaction():
         state.set_phase(

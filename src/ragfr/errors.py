@@ -5,6 +5,7 @@ class RagfrError(Exception):
     """A failure the user can act on. `str(err)` is the whole message; no traceback is shown."""
 
     exit_code = 2
+    label = "error"  # the CLI prints `ragfr: LABEL: message`
 
 
 class ConfigError(RagfrError):

@@ -81,7 +81,7 @@ def test_commands_out_of_order_are_refused(source_db: Callable[[int], str], caps
     assert _cli(capsys, "migrate", "--dsn", dsn, "--to", TARGET, "--no-switch", "--no-progress")[0] == 0
     during = snapshot(dsn)
     rc, err = _cli(capsys, "migrate", "--dsn", dsn, "--to", "local:use-multilingual")
-    assert rc == 2 and "a migration to local:multilingual-e5-small is open" in _one_line_error(err)
+    assert rc == 2 and "migration #1 to local:multilingual-e5-small is open" in _one_line_error(err)
     assert snapshot(dsn) == during
 
 

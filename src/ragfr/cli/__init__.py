@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -35,19 +36,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`ragfr ... | head`): what it wanted is printed; end quietly, as `cat` does.
+        _silence_stdio()
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help is printed here: a closed pipe can already break it
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         rc: int = args.func(args)
     except RagfrError as err:
-        print(f"ragfr: error: {err}", file=sys.stderr)
+        print(f"ragfr: {err.label}: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("ragfr: interrupted", file=sys.stderr)
         return 130
+    sys.stdout.flush()  # inside the try: a pipe closed early breaks here, not in the interpreter's exit
     return rc
+
+
+def _silence_stdio() -> None:
+    """Point stdout and stderr at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):
+            pass
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ from typing import Any
 from ragfr.cli.common import add_dsn, require_dsn
 
 RUNBOOK = "docs/runbooks/embedding-migration.md"
+# `migrate --dry-run` when the real run would refuse or stop (another migrator running, another target
+# open, leftovers...): distinct from 0 (it would run) and 2 (bad input, unreachable database).
+DRY_RUN_REFUSED = 4
 
 EPILOG = f"""\
 how it works (full procedure, timings and disk estimates: {RUNBOOK}):
@@ -26,6 +29,17 @@ how it works (full procedure, timings and disk estimates: {RUNBOOK}):
   finalize  drops the old vectors and their index (no rollback after this).
   k8s       runs migrate as a Job in the cluster; at the switch Open WebUI's ConfigMap
             (RAG_EMBEDDING_MODEL, PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH) is updated and it is restarted.
+
+stopping: Ctrl-C, SIGTERM or SIGHUP (also for a `nohup ... &` run) stops at the next safe point (after the
+  batch in flight) with one line saying what was kept; a second signal stops at once. Nothing committed is
+  lost; the same command resumes.
+locks: each schema change (prepare, switch, rollback, finalize) waits at most --lock-timeout (2 s) per
+  attempt for its ACCESS EXCLUSIVE lock -- Open WebUI's queries arriving meanwhile wait that long -- and
+  retries, 1 s apart, for at most --lock-wait (60 s) in total. Each retry names the sessions holding the
+  table (server pid, application, since when); SELECT pg_terminate_backend(PID) ends one.
+progress: a bar on a terminal; elsewhere (log file, nohup, Job log) one line every --progress-every rows.
+exit status: 0 done (or nothing to do), 2 bad input or refused, {DRY_RUN_REFUSED} `migrate --dry-run`: a real run
+  would refuse or stop (the reason is printed), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP.
 
 examples:
   ragfr embeddings migrate --dsn "$DATABASE_URL" --to local:multilingual-e5-small --dry-run
@@ -72,11 +86,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--batch", type=int, default=64, help="chunks per batch when re-embedding with the old model (default 64)"
     )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_progress_every(r)
+    _add_lock_budget(r)
     _add_k8s_target(r, "after the rollback, point this release's Open WebUI back at the old model and restart it")
     r.set_defaults(func=run_rollback)
 
     f = verbs.add_parser("finalize", help="drop the old vectors kept since the switch (no rollback afterwards)")
     add_dsn(f)
+    _add_lock_budget(f)
     f.set_defaults(func=run_finalize)
 
     k = verbs.add_parser(
@@ -110,6 +127,22 @@ def _add_migrate_args(p: argparse.ArgumentParser, dry_run_help: str | None = Non
     p.add_argument("--ef-search", type=int, default=40, help="hnsw.ef_search used by the recall check (default 40)")
     p.add_argument("--maintenance-work-mem", default="256MB", help="memory for the HNSW build (default 256MB)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_progress_every(p)
+    _add_lock_budget(p)
+
+
+def _add_progress_every(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress-every", type=int, default=500, metavar="N",
+                   help="when stderr is not a terminal: one progress line every N rows (default 500)")
+
+
+def _add_lock_budget(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lock-timeout", type=float, default=2.0, metavar="SECONDS",
+                   help="longest wait of one attempt at a schema change's table lock; Open WebUI's queries queue "
+                   "behind it that long (default 2)")
+    p.add_argument("--lock-wait", type=float, default=60.0, metavar="SECONDS",
+                   help="total time the attempts of one schema change may take before giving up with nothing "
+                   "changed (default 60: about 20 attempts of 2 s, 1 s apart)")
 
 
 def _add_k8s_target(p: argparse.ArgumentParser, what: str) -> None:
@@ -118,13 +151,22 @@ def _add_k8s_target(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr)
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except (BrokenPipeError, OSError):
+        pass  # nobody reads stderr any more (`2>&1 | head`, closed terminal): the migration itself goes on
 
 
 def _options(args: argparse.Namespace, dsn: str) -> Any:
     from ragfr.embmigrate.runner import MigrateOptions
 
-    return MigrateOptions.from_args(args, dsn=dsn, progress=not args.no_progress)
+    return MigrateOptions.from_args(args, dsn=dsn, progress=not args.no_progress, progress_every=args.progress_every)
+
+
+def _budget(args: argparse.Namespace) -> Any:
+    from ragfr.embmigrate.ddl import LockBudget
+
+    return LockBudget(args.lock_timeout, args.lock_wait)
 
 
 def _space_hook(args: argparse.Namespace) -> Any:
@@ -140,9 +182,11 @@ def run_migrate(args: argparse.Namespace) -> int:
     if args.dry_run:
         from ragfr.embmigrate.plan import plan
 
-        print("\n".join(plan(opts)))
-        return 0
+        result = plan(opts)
+        print("\n".join(result.lines))
+        return DRY_RUN_REFUSED if result.refused else 0
     from ragfr.embmigrate.runner import migrate
+    from ragfr.embmigrate.stop import stop_on_signals
 
     if args.k8s_release:
         from ragfr.embmigrate.k8s.openwebui import owui_model
@@ -152,7 +196,8 @@ def run_migrate(args: argparse.Namespace) -> int:
         # The embedder (in this process when the model is local) is what competes with searches for CPU.
         os.nice(max(0, min(args.nice, 19)))
     hook = _space_hook(args)
-    return migrate(opts, _say, on_switch=hook)
+    with stop_on_signals():
+        return migrate(opts, _say, on_switch=hook)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -169,7 +214,7 @@ def run_status(args: argparse.Namespace) -> int:
 def format_status(report: dict[str, Any]) -> str:
     space = report["space"]
     lines = [f"embedding space: {space['model']} ({space['dims']} dims), {report['chunks']} chunk(s)"]
-    lines.append("migrator running: " + ("yes" if report["running"] else "no"))
+    lines.append("migrator running: " + (f"yes ({report['running_holder']})" if report["running"] else "no"))
     mig = report["migration"]
     if mig is None:
         lines.append("no embedding migration has ever run")
@@ -189,29 +234,44 @@ def format_status(report: dict[str, Any]) -> str:
             if report.get(key):
                 idx = report[key]
                 lines.append(f"  index {idx['name']}: {'valid' if idx['valid'] else 'INVALID (rebuilt on resume)'}")
-        nxt = {
-            "backfill": "re-run `migrate` to resume",
-            "index": "re-run `migrate` to resume",
-            "verify": "re-run `migrate` to resume",
-            "ready": "re-run `migrate` (without --no-switch) to switch",
-            "switched": "`finalize` to drop the old vectors, or `rollback`",
-        }[mig["phase"]]
-        lines.append(f"  next: {nxt}")
+        lines.append(f"  next: {next_step(report)}")
     return "\n".join(lines)
+
+
+def next_step(report: dict[str, Any]) -> str:
+    """What to run now; never a command the current state would refuse (a running migrator refuses all)."""
+    mig = report["migration"]
+    if report["running"]:
+        return ("a migrator is running: wait for it (`ragfr embeddings status` again), or stop it with Ctrl-C / "
+                "kill -TERM on its host (it stops after its batch in flight); any other migrate, rollback or finalize "
+                "is refused meanwhile")
+    resume = f"`ragfr embeddings migrate --to {mig['to_model']}`"
+    return {
+        "backfill": f"{resume} to resume (or `ragfr embeddings rollback` to abandon)",
+        "index": f"{resume} to resume (or `ragfr embeddings rollback` to abandon)",
+        "verify": f"{resume} to resume (or `ragfr embeddings rollback` to abandon)",
+        "ready": f"{resume} (without --no-switch) to switch (or `ragfr embeddings rollback` to abandon)",
+        "switched": "`ragfr embeddings finalize` to drop the old vectors, or `ragfr embeddings rollback`",
+    }[mig["phase"]]
 
 
 def run_rollback(args: argparse.Namespace) -> int:
     from ragfr.embmigrate.runner import rollback
+    from ragfr.embmigrate.stop import stop_on_signals
 
-    return rollback(
-        require_dsn(args), _say, batch=args.batch, progress=not args.no_progress, on_rollback=_space_hook(args)
-    )
+    with stop_on_signals():
+        return rollback(
+            require_dsn(args), _say, batch=args.batch, progress=not args.no_progress, on_rollback=_space_hook(args),
+            budget=_budget(args), progress_every=args.progress_every,
+        )
 
 
 def run_finalize(args: argparse.Namespace) -> int:
     from ragfr.embmigrate.runner import finalize
+    from ragfr.embmigrate.stop import stop_on_signals
 
-    return finalize(require_dsn(args), _say)
+    with stop_on_signals():  # a signal while waiting for the table lock stops with nothing changed
+        return finalize(require_dsn(args), _say, _budget(args))
 
 
 def run_k8s(args: argparse.Namespace) -> int:

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from ragfr.cli.common import add_dsn, require_dsn
 from ragfr.errors import ConfigError
-from ragfr.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from ragfr.ingest.chunking import (
+    CHARS_PER_TOKEN,
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    UNKNOWN_WINDOW_MAX_CHARS,
+    max_chunk_size,
+)
+from ragfr.retrieval.filters import check_key
 
 DESCRIPTION = """\
 Load .txt, .md, .pdf and .jsonl files (directories are walked for those), cut them into chunks at
@@ -29,8 +37,17 @@ file formats:
   .jsonl     one JSON object per line: {{"id": "a1", "text": "...", "metadata": {{"key": "value"}}}}
              (id: string or integer, unique in the file; metadata optional)
 
-chunk sizes are in characters (default {DEFAULT_CHUNK_SIZE}, overlap {DEFAULT_CHUNK_OVERLAP}); about 4 French
-characters per token for e5, so 1000 characters stay well inside its 512-token window.
+chunk sizes are in characters (default {DEFAULT_CHUNK_SIZE}, overlap {DEFAULT_CHUNK_OVERLAP});
+about {CHARS_PER_TOKEN} French characters per token for e5, so 1000 characters stay well inside
+its 512-token window. --chunk-size is bounded by the embedder's input window: at most
+{max_chunk_size(512)} characters for local:multilingual-e5-small (512 tokens x {CHARS_PER_TOKEN}),
+{UNKNOWN_WINDOW_MAX_CHARS} for models whose window ragfr does not know (Ollama, USE). Beyond its
+window a model truncates or averages, so part of each chunk would not be searchable as written.
+
+what it says: one summary line; "nothing changed" when every chunk was already stored; a warning per
+empty document (no chunk: its old chunks, if any, are removed); the number of chunks another ingest of
+the same source changed meanwhile (two ingests of one source serialize on a per-source lock: the one that
+commits last is what stays stored). FIFOs, sockets and devices are refused by name.
 
 metadata stored in vmetadata of every chunk: source (absolute file path), name (file name), hash (SHA-256
 of the document text), chunk_index, start_index (character offset), doc_id (.jsonl id / PDF page),
@@ -98,6 +115,7 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
         key = key.strip()
         if not key or "\0" in key or (isinstance(value, str) and "\0" in value):
             raise ConfigError(f"--meta {item!r}: empty key or NUL byte")
+        check_key(key, "--meta")  # a key `ragfr search --filter` could not name is refused here
         if key in meta:
             raise ConfigError(f"--meta {key} given twice")
         meta[key] = value
@@ -106,25 +124,35 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from ragfr.db.connect import connect
-    from ragfr.embed import load_embedder, read_space
+    from ragfr.embed import load_embedder, parse_spec, read_space
     from ragfr.ingest import ChunkConfig, ingest_documents, iter_files, load_file
 
     meta = parse_meta(args.meta)
+    if args.embedder is not None:
+        parse_spec(args.embedder)  # "" is refused, never read as "the default"
     config = ChunkConfig(size=args.chunk_size, overlap=args.chunk_overlap)
     files = list(iter_files(args.paths))
     if not files:
         raise ConfigError("no .txt, .md, .pdf or .jsonl file found under the given paths")
     docs = [doc for path in files for doc in load_file(path)]
     with connect(require_dsn(args)) as conn:
-        spec = args.embedder or read_space(conn).model
+        spec = args.embedder if args.embedder is not None else read_space(conn).model
         embedder = load_embedder(spec, batch_size=args.batch_size, cache=not args.no_cache)
         report = ingest_documents(
             conn, args.collection, docs, embedder, config, progress=not args.no_progress, metadata=meta
         )
+    for empty in report.empty:
+        print(f"ragfr: warning: {empty}: empty (no text), no chunk stored", file=sys.stderr)
     print(
         f"{args.collection}: {len(files)} file(s), {report.documents} document(s), {report.chunks} chunk(s): "
         f"{report.inserted} added, {report.unchanged} already present ({report.updated} with new metadata), "
         f"{report.deleted} stale removed "
         f"({embedder.model_id})"
     )
+    if report.concurrent:
+        print(f"{report.concurrent} chunk(s) had been added or removed by another ingest of the same source(s) "
+              "while this one ran; what is stored now is this run's version")
+    if not (report.inserted or report.updated or report.deleted):
+        print("nothing changed: " + (f"all {report.chunks} chunk(s) were already stored" if report.chunks
+                                     else "the files hold no text"))
     return 0

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from ragfr.cli.common import add_dsn, require_dsn
+from ragfr.retrieval.filters import GRAMMAR
 
 EPILOG = """\
 how it ranks:
@@ -15,14 +16,20 @@ how it ranks:
   vector arm    cosine on the HNSW index, hnsw.ef_search pinned, iterative scan strict_order
   fusion        Reciprocal Rank Fusion (k=60), ties broken by chunk id
   rerank        cross-encoder on the top 10 fused chunks, keeps 3 (--no-rerank: the fused top -k)
-Filters are hard constraints applied inside both arms: key=value, key=a|b (any of), key>=N, key<=N,
-key>N, key<N (numbers or ISO dates). If a filtered arm hits its scan budget before finding enough rows,
-the result says so (underfilled, with counts) instead of coming back short in silence.
+Filters are hard constraints applied inside both arms. If a filtered arm hits its scan budget before
+finding enough rows, the result says so (underfilled, with counts) instead of coming back short in silence.
+
+""" + GRAMMAR + """
+
+exit status: 0 results printed (or "no result": the collection exists, nothing matched), 2 bad input,
+  unknown collection, database or model unavailable.
 
 examples:
   ragfr search --collection contrats "Comment déclarer un sinistre ?"
-  ragfr search --collection contrats --filter produit=habitation --filter annee>=2023 \
+  ragfr search --collection contrats --filter produit=habitation --filter 'annee>=2023' \
       -k 5 --no-rerank --json "franchise"
+  ragfr search --collection contrats --filter 'produit=auto|habitation' --filter 'date<2024-07-01' "vol"
+  ragfr search --collection contrats --filter 'titre="Frais | options"' "franchise"
 """
 
 
@@ -57,15 +64,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_search(args: argparse.Namespace) -> Any:
     from ragfr.db.connect import connect
-    from ragfr.embed import load_embedder, read_space
+    from ragfr.embed import load_embedder, parse_spec, read_space
     from ragfr.errors import ConfigError
+    from ragfr.retrieval.collections import require_collections
     from ragfr.retrieval.config import SearchConfig
     from ragfr.retrieval.filters import parse_condition
     from ragfr.retrieval.hybrid import search
-    from ragfr.retrieval.rerank import load_reranker
+    from ragfr.retrieval.rerank import load_reranker, require_reranker_files
 
     if args.lexical_only and args.semantic_only:
         raise ConfigError("--lexical-only and --semantic-only exclude each other")
+    if args.embedder is not None:
+        parse_spec(args.embedder)  # "" is refused, never read as "the default"
     conditions = [parse_condition(f) for f in args.filter]
     rerank = not args.no_rerank
     k = args.k if args.k is not None else (3 if rerank else 10)
@@ -76,11 +86,14 @@ def run_search(args: argparse.Namespace) -> Any:
     if args.ef_search is not None:
         changes["ef_search"] = args.ef_search
     config = SearchConfig().with_(**changes)
+    if rerank:
+        require_reranker_files(args.reranker)  # seconds before loading torch, same message as a failed load
     reranker = load_reranker(args.reranker) if rerank else None  # fails loudly before any query runs
     with connect(require_dsn(args)) as conn:
+        require_collections(conn, args.collection)
         embedder = None
         if config.semantic:
-            embedder = load_embedder(args.embedder or read_space(conn).model)
+            embedder = load_embedder(args.embedder if args.embedder is not None else read_space(conn).model)
         return search(conn, args.query, collections=args.collection, conditions=conditions, embedder=embedder,
                       config=config, reranker=reranker)
 

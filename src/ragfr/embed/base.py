@@ -43,6 +43,9 @@ class Embedder(ABC):
         self.query_lru = QueryLRU(query_cache_size)
         self.backend_calls = 0  # batches actually sent to the model: lets callers see what caches saved
 
+    # Tokens the model reads per text; None when ragfr does not know it (Ollama models, USE).
+    max_input_tokens: int | None = None
+
     @property
     @abstractmethod
     def dims(self) -> int: ...

@@ -31,6 +31,7 @@ class E5SmallEmbedder(Embedder):
     `passage: ` prefixes; the engine adds them itself, selected by the query/passage flag."""
 
     DIMS = 384
+    max_input_tokens = 512  # longer texts are embedded as a mean of 512-token windows: a diluted vector
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("local:multilingual-e5-small", **kwargs)

@@ -2,7 +2,8 @@
 
 ALTER TABLE needs an ACCESS EXCLUSIVE lock for a moment. Queued behind a long query, it would block every
 reader queued behind IT (Open WebUI's searches included); a short lock_timeout and a retry keep that
-stall to at most the timeout instead.
+stall to at most the timeout per attempt, and a total budget (LockBudget, `--lock-wait`) ends the
+retries with the blocking session named.
 """
 
 from __future__ import annotations
@@ -11,37 +12,108 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 
 import psycopg
 from psycopg import sql
 
-from ragfr.embmigrate import names
+from ragfr.embmigrate import names, stop
 from ragfr.embmigrate.catalog import Index
-from ragfr.errors import DatabaseError
+from ragfr.errors import ConfigError, DatabaseError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-LOCK_TIMEOUT = "2s"
-LOCK_ATTEMPTS = 30
 _OPTION = re.compile(r"^[a-z_]+=[A-Za-z0-9_.]+$")
+# Between two attempts the queries that queued behind ours run; the pause is part of the budget.
+RETRY_PAUSE_S = 1.0
 
 
-def in_locked_transaction(conn: psycopg.Connection, what: str, work: Callable[[psycopg.Connection], T]) -> T:
-    """Run `work` in one transaction with a bounded lock wait, retrying while the table is busy."""
-    for attempt in range(1, LOCK_ATTEMPTS + 1):
+@dataclass(frozen=True)
+class LockBudget:
+    """How long a DDL step may wait for its lock: each attempt at most `timeout_s` (Open WebUI's queries
+    that arrive meanwhile queue behind it that long), all attempts and pauses together at most `total_s`."""
+
+    timeout_s: float = 2.0
+    total_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not 0.01 <= self.timeout_s <= 60:
+            raise ConfigError(f"--lock-timeout must be between 0.01 and 60 seconds, got {self.timeout_s}")
+        if not self.timeout_s <= self.total_s <= 86_400:
+            raise ConfigError(f"--lock-wait must be between --lock-timeout ({self.timeout_s}) and 86400 seconds, "
+                              f"got {self.total_s}")
+
+
+def in_locked_transaction(
+    conn: psycopg.Connection, what: str, work: Callable[[psycopg.Connection], T], budget: LockBudget | None = None
+) -> T:
+    """Run `work` in one transaction with a bounded lock wait, retrying while the table is busy.
+
+    Each failed attempt is logged with the sessions holding the table (pid, application, since when), and
+    how to end one: `SELECT pg_terminate_backend(pid)` (a server pid: `kill` on the client's host would not
+    find it).
+    """
+    budget = budget or LockBudget()
+    start = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             with conn.transaction():
-                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
+                timeout = sql.Literal(f"{int(budget.timeout_s * 1000)}ms")
+                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(timeout))
                 return work(conn)
         except psycopg.errors.LockNotAvailable:
-            log.warning("%s: %s is busy (attempt %d/%d), retrying", what, names.TABLE, attempt, LOCK_ATTEMPTS)
-            time.sleep(min(0.2 * attempt, 2.0))
-    raise DatabaseError(
-        f"{what}: could not lock {names.TABLE} within {LOCK_TIMEOUT} in {LOCK_ATTEMPTS} attempts; "
-        "a long-running query or transaction holds it (see pg_stat_activity); nothing was changed"
+            holders = lock_holders(conn)
+            used = time.monotonic() - start
+            if used + RETRY_PAUSE_S + budget.timeout_s > budget.total_s:
+                raise DatabaseError(
+                    f"{what}: could not lock {names.TABLE} within --lock-wait {budget.total_s:g} s "
+                    f"({attempt} attempt(s) of --lock-timeout {budget.timeout_s:g} s); {holders}; nothing was changed. "
+                    f"{_terminate_hint(conn)}, or wait for it, then re-run the same command"
+                ) from None
+            stop.checkpoint(f"{what}: stopped while waiting for the {names.TABLE} lock; nothing was changed")
+            log.warning(
+                "%s: %s is busy (attempt %d, %.0f of --lock-wait %g s used): %s; retrying. %s if it should not be "
+                "running", what, names.TABLE, attempt, used, budget.total_s, holders, _terminate_hint(conn),
+            )
+            time.sleep(RETRY_PAUSE_S)
+
+
+def lock_holders(conn: psycopg.Connection) -> str:
+    """The other sessions holding a lock on the table, from pg_stat_activity, for one message line."""
+    rows = conn.execute(
+        "SELECT DISTINCT a.pid, a.application_name, a.state, a.xact_start, a.query_start,"
+        "       left(regexp_replace(a.query, '\\s+', ' ', 'g'), 60)"
+        "  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.locktype = 'relation' AND l.relation = to_regclass(%s) AND l.granted"
+        "   AND l.pid <> pg_backend_pid()"
+        " ORDER BY a.xact_start NULLS LAST, a.pid LIMIT 3",
+        (names.TABLE,),
+    ).fetchall()
+    if not rows:
+        return "the holder has already gone"
+    return "held by " + "; ".join(
+        f"server pid {pid} (application {app or '-'}, {state or '?'}, transaction since "
+        f"{_when(xact)}, query started {_when(qstart)}: {query or '-'})"
+        for pid, app, state, xact, qstart, query in rows
     )
+
+
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S %Z}".strip()
+
+
+def _terminate_hint(conn: psycopg.Connection) -> str:
+    pids = [int(r[0]) for r in conn.execute(
+        "SELECT DISTINCT l.pid FROM pg_locks l WHERE l.locktype = 'relation' AND l.relation = to_regclass(%s)"
+        " AND l.granted AND l.pid <> pg_backend_pid() ORDER BY 1 LIMIT 3", (names.TABLE,)
+    )]
+    target = str(pids[0]) if len(pids) == 1 else "PID"
+    return f"End a blocking session from SQL with SELECT pg_terminate_backend({target})"
 
 
 def add_next(conn: psycopg.Connection, dims: int) -> None:

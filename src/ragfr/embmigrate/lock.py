@@ -17,7 +17,11 @@ def migration_lock(conn: psycopg.Connection) -> Iterator[None]:
     """Hold the lock for the block, or raise MigrationRunningError naming the holder; never waits."""
     row = conn.execute("SELECT pg_try_advisory_lock(%s)", (names.LOCK_KEY,)).fetchone()
     if not (row and row[0]):
-        raise MigrationRunningError(f"an embedding migration is already running on this database ({holder(conn)})")
+        raise MigrationRunningError(
+            f"an embedding migration is already running on this database ({holder(conn)}); follow it with "
+            "`ragfr embeddings status`, and run this command again once it has finished or been stopped "
+            "(Ctrl-C or kill -TERM where it runs: it stops after its batch in flight)"
+        )
     try:
         yield
     finally:

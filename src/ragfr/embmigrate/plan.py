@@ -4,6 +4,7 @@ time estimate from embedding a sample of the stored chunks; nothing is written."
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
@@ -11,7 +12,15 @@ from psycopg import sql
 from ragfr.embed import parse_spec
 from ragfr.embed.space import read_space
 from ragfr.embmigrate import backfill, catalog, lock, names, state
-from ragfr.embmigrate.runner import MigrateOptions, check_options, load_target, open_connection
+from ragfr.embmigrate.runner import (
+    CMD,
+    MigrateOptions,
+    check_options,
+    load_target,
+    open_connection,
+    open_elsewhere,
+    preflight,
+)
 
 RATE_SAMPLE = 32
 # HNSW element overhead besides the vector: 2*m layer-0 neighbour TIDs (6 bytes) + headers, m=16.
@@ -22,7 +31,13 @@ def _mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
-def plan(opts: MigrateOptions) -> list[str]:
+@dataclass
+class Plan:
+    lines: list[str]
+    refused: bool = False  # a real run would refuse or stop: the dry run exits with DRY_RUN_REFUSED
+
+
+def plan(opts: MigrateOptions) -> Plan:
     check_options(opts)
     target = parse_spec(opts.to).model_id
     with open_connection(opts.dsn) as conn:
@@ -31,40 +46,71 @@ def plan(opts: MigrateOptions) -> list[str]:
         current = state.open_migration(conn)
         lines = [f"database embedding space: {space.model} ({space.dims} dims)"]
         if lock.is_held(conn):
-            lines.append(f"WARNING: a migration is running now ({lock.holder(conn)}); a real run would stop")
-        if current is not None and current.to_model != target:
-            lines.append(f"a migration to {current.to_model} is open (phase {current.phase}): a real run would refuse")
-            return lines
+            lines.append(f"a migration is running now ({lock.holder(conn)}): a real run would stop at once; "
+                         f"follow it with `{CMD} status`")
+            return Plan(lines, refused=True)
+        refusal = open_elsewhere(current, target) if current is not None else None
+        if refusal:
+            return Plan([*lines, f"a real run would refuse: {refusal}"], refused=True)
         if current is None and space.model == target:
-            return [*lines, f"already on {target}: nothing to do"]
+            return Plan([*lines, f"already on {target}: nothing to do"])
+        if current is not None and current.phase == "switched":
+            return Plan([*lines, f"migration #{current.id} already switched to {target}: nothing to migrate; "
+                         f"`{CMD} finalize` drops the old vectors, `{CMD} rollback` returns to {current.from_model}"])
+        problems = preflight(conn) if current is None else []
+        if problems:
+            return Plan([*lines, *(f"a real run would refuse: {p}" for p in problems)], refused=True)
         embedder, dims = load_target(opts.to, opts.dims, opts.batch)
+        if current is not None and current.to_dims != dims:
+            return Plan([*lines, f"a real run would refuse: the open migration expects {current.to_dims}-dim "
+                         f"vectors from {target}, which now returns {dims}; `{CMD} rollback`, then start again"],
+                        refused=True)
         total, _ = catalog.row_counts(conn, names.VECTOR)
         todo = total if current is None else backfill.pending(conn, backfill.NEXT)
         rate = _measured_rate(conn, embedder)
         heap, index_bytes = _sizes(conn)
         index_est = index_bytes * (4 * dims + 8 + _HNSW_OVERHEAD) / (4 * space.dims + 8 + _HNSW_OVERHEAD)
         eta = todo / rate if rate else float("nan")
+        phase = "prepare" if current is None else current.phase
         lines += [
             f"target: {target}, {dims} dims (probed), batch {opts.batch}",
-            f"open migration: #{current.id}, phase {current.phase}" if current else "no open migration: start one",
+            f"open migration: #{current.id}, phase {current.phase}: a real run resumes it"
+            if current else "no open migration: a real run starts one",
             f"chunks: {total}, to embed: {todo}",
             f"measured embedding rate on {min(RATE_SAMPLE, total)} stored chunks: {rate:,.1f} chunks/s "
             f"-> backfill about {eta / 60:,.1f} min (derived)",
             f"disk now: table {_mib(heap)}, {names.INDEX} {_mib(index_bytes)}",
-            f"disk added (derived): {names.VECTOR_NEXT} ~{_mib(total * (4 * dims + 8))}, "
-            f"{names.INDEX_NEXT} ~{_mib(index_est)}, one dead version per row until autovacuum ~{_mib(heap)}",
-            "steps:",
-            f"  1. add {names.VECTOR_NEXT} vector({dims}), {names.MODEL_NEXT} text and trigger {names.TRIGGER_NEXT}",
-            f"  2. re-embed {todo} chunk(s) in batches of {opts.batch} (checkpointed per batch)",
-            f"  3. CREATE INDEX CONCURRENTLY {names.INDEX_NEXT} (same method/options as {names.INDEX})",
-            f"  4. catch up rows written meanwhile; verify completeness and recall@10 >= {opts.min_recall} "
-            f"({opts.recall_sample} queries, ef_search {opts.ef_search})",
-            "  5. " + ("stop before the switch (--no-switch)" if opts.no_switch else
-                       f"switch in one transaction: {names.VECTOR}->{names.VECTOR_PREV}, "
-                       f"{names.VECTOR_NEXT}->{names.VECTOR}, indexes likewise, space -> {target}"),
-            "nothing was changed (--dry-run)",
         ]
-        return lines
+        if current is None:
+            lines.append(
+                f"disk added (derived): {names.VECTOR_NEXT} ~{_mib(total * (4 * dims + 8))}, "
+                f"{names.INDEX_NEXT} ~{_mib(index_est)}, one dead version per row until autovacuum ~{_mib(heap)}"
+            )
+        lines.append("steps still to do:")
+        lines += _steps(phase, todo, dims, target, opts)
+        lines.append("nothing was changed (--dry-run)")
+        return Plan(lines)
+
+
+_ORDER = ("prepare", "backfill", "index", "verify", "ready")
+
+
+def _steps(phase: str, todo: int, dims: int, target: str, opts: MigrateOptions) -> list[str]:
+    """The steps from `phase` on, numbered as in the runbook (1 prepare ... 5 switch)."""
+    steps = {
+        "prepare": f"add {names.VECTOR_NEXT} vector({dims}), {names.MODEL_NEXT} text and trigger {names.TRIGGER_NEXT}",
+        "backfill": f"re-embed {todo} chunk(s) in batches of {opts.batch} (checkpointed per batch)",
+        "index": f"CREATE INDEX CONCURRENTLY {names.INDEX_NEXT} (same method/options as {names.INDEX})",
+        "verify": f"catch up rows written meanwhile; verify completeness and recall@10 >= {opts.min_recall} "
+        f"({opts.recall_sample} queries, ef_search {opts.ef_search})",
+        "ready": ("stop before the switch (--no-switch)" if opts.no_switch else
+                  f"switch in one transaction: {names.VECTOR}->{names.VECTOR_PREV}, "
+                  f"{names.VECTOR_NEXT}->{names.VECTOR}, indexes likewise, space -> {target}"),
+    }
+    start = _ORDER.index(phase)
+    if phase == "ready":
+        start = _ORDER.index("verify")  # a resumed run checks again before switching
+    return [f"  {i + 1}. {steps[name]}" for i, name in enumerate(_ORDER) if i >= start]
 
 
 def _measured_rate(conn: psycopg.Connection, embedder: backfill.PassageEmbedder) -> float:

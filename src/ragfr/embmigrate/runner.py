@@ -16,10 +16,12 @@ import psycopg
 from ragfr.db.connect import connect
 from ragfr.embed import load_embedder, parse_spec
 from ragfr.embed.space import EmbeddingSpace, read_space
-from ragfr.embmigrate import backfill, catalog, ddl, indexing, lock, names, state, swap, verify
+from ragfr.embmigrate import backfill, catalog, ddl, indexing, lock, names, state, stop, swap, verify
 from ragfr.embmigrate.backfill import PassageEmbedder
+from ragfr.embmigrate.ddl import LockBudget
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
+from ragfr.embmigrate.progress import DEFAULT_EVERY
 from ragfr.embmigrate.settings import MigrationSettings
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 
@@ -37,6 +39,15 @@ PROBE_TEXT = "Ceci est une phrase de contrÃ´le pour mesurer la dimension du modÃ
 class MigrateOptions(MigrationSettings):
     dsn: str
     progress: bool = True
+    progress_every: int = DEFAULT_EVERY
+
+    @property
+    def budget(self) -> LockBudget:
+        return LockBudget(self.lock_timeout, self.lock_wait)
+
+    def command(self) -> str:
+        """The command that resumes this migration, for messages."""
+        return f"ragfr embeddings migrate --to {self.to}"
 
 
 def open_connection(dsn: str) -> psycopg.Connection:
@@ -59,6 +70,55 @@ def check_options(opts: MigrateOptions) -> None:
         raise ConfigError(f"--recall-sample must be at least 1, got {opts.recall_sample}")
     if opts.ef_search < 1 or opts.ef_search > 1000:
         raise ConfigError(f"--ef-search must be between 1 and 1000, got {opts.ef_search}")
+    if opts.progress_every < 1:
+        raise ConfigError(f"--progress-every must be at least 1, got {opts.progress_every}")
+    _ = opts.budget  # validates --lock-timeout / --lock-wait
+
+
+CMD = "ragfr embeddings"
+
+
+def open_elsewhere(current: state.Migration, target: str) -> str | None:
+    """Why `migrate --to target` cannot run while `current` is open, naming what works now; None if it can."""
+    if current.to_model == target:
+        return None
+    if current.phase == "switched":
+        return (
+            f"migration #{current.id} to {current.to_model} is switched and keeps the old vectors; run "
+            f"`{CMD} finalize` to keep {current.to_model} (or `{CMD} rollback` to return to {current.from_model}), "
+            f"then migrate to {target}; nothing was changed"
+        )
+    return (
+        f"migration #{current.id} to {current.to_model} is open (phase {current.phase}); resume it with "
+        f"`{CMD} migrate --to {current.to_model}`, or abandon it with `{CMD} rollback`, then migrate to {target}; "
+        "nothing was changed"
+    )
+
+
+def preflight(conn: psycopg.Connection) -> list[str]:
+    """What would make a new migration refuse to start (each a full sentence); empty when it can start."""
+    problems = []
+    for leftover in (names.VECTOR_NEXT, names.VECTOR_PREV, names.MODEL_NEXT, names.MODEL_PREV):
+        if catalog.column(conn, leftover) is not None:
+            problems.append(
+                f"{names.TABLE}.{leftover} exists but no migration is open (created by hand?); "
+                f"drop it (ALTER TABLE {names.TABLE} DROP COLUMN {leftover}) before migrating"
+            )
+    unexpected = [d for d in catalog.dependents(conn, names.VECTOR) if names.INDEX not in d]
+    unexpected += catalog.dependents(conn, names.MODEL)
+    if unexpected:
+        problems.append(
+            f"objects depend on {names.TABLE}.vector/embedding_model and would not follow the switch: "
+            f"{', '.join(unexpected)}; drop them before migrating"
+        )
+    no_text = conn.execute(
+        f"SELECT count(*) FROM {names.TABLE} WHERE text IS NULL OR text = ''"  # noqa: S608
+    ).fetchone()
+    if no_text and no_text[0]:
+        problems.append(
+            f"{no_text[0]} chunk(s) have no text to re-embed (text NULL or empty); delete or fix them first"
+        )
+    return problems
 
 
 def load_target(spec: str, dims: int | None, batch: int) -> tuple[PassageEmbedder, int]:
@@ -86,13 +146,12 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
         with lock.migration_lock(conn):
             space = read_space(conn)
             current = state.open_migration(conn)
-            if current is not None and current.to_model != target:
-                raise MigrationStateError(
-                    f"a migration to {current.to_model} is open (phase {current.phase}); resume it with "
-                    f"--to {current.to_model}, or run `ragfr embeddings rollback` first; nothing was changed"
-                )
+            refusal = open_elsewhere(current, target) if current is not None else None
+            if refusal:
+                raise MigrationStateError(refusal)
             if current is not None and current.phase == "switched":
-                say(f"already switched to {target}; old vectors kept until `ragfr embeddings finalize`")
+                say(f"already switched to {target}; old vectors kept until `{CMD} finalize` "
+                    f"(or `{CMD} rollback` to return to {current.from_model})")
                 if on_switch is not None:
                     on_switch(current.to_model, current.to_dims)
                 return 0
@@ -105,47 +164,52 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
                 return 0
             embedder, dims = load_target(opts.to, opts.dims, opts.batch)
             if current is None:
-                migration_id = _prepare(conn, space, target, dims, say)
+                migration_id = _prepare(conn, space, target, dims, say, opts.budget)
             else:
                 if current.to_dims != dims:
                     raise EmbeddingSpaceError(
                         f"the open migration expects {current.to_dims}-dim vectors from {target}, "
-                        f"which now returns {dims}; roll it back and start again"
+                        f"which now returns {dims}; abandon it with `{CMD} rollback`, then start again"
                     )
                 migration_id = current.id
                 say(f"resuming migration #{migration_id} to {target} (phase {current.phase})")
-            return _run(conn, migration_id, embedder, dims, opts, say, on_switch)
+            try:
+                return _run(conn, migration_id, embedder, dims, opts, say, on_switch)
+            except stop.Stopped as stopped:
+                raise _kept(conn, stopped, opts.command()) from None
 
 
-def _prepare(conn: psycopg.Connection, space: EmbeddingSpace, target: str, dims: int, say: Say) -> int:
-    for leftover in (names.VECTOR_NEXT, names.VECTOR_PREV, names.MODEL_NEXT, names.MODEL_PREV):
-        if catalog.column(conn, leftover) is not None:
-            raise DatabaseError(
-                f"{names.TABLE}.{leftover} exists but no migration is open (created by hand?); "
-                "drop it before migrating; nothing was changed"
-            )
-    unexpected = [d for d in catalog.dependents(conn, names.VECTOR) if names.INDEX not in d]
-    unexpected += catalog.dependents(conn, names.MODEL)
-    if unexpected:
-        raise DatabaseError(
-            f"objects depend on {names.TABLE}.vector/embedding_model and would not follow the switch: "
-            f"{', '.join(unexpected)}; nothing was changed"
-        )
-    no_text = conn.execute(
-        f"SELECT count(*) FROM {names.TABLE} WHERE text IS NULL OR text = ''"  # noqa: S608
-    ).fetchone()
-    if no_text and no_text[0]:
-        raise DatabaseError(
-            f"{no_text[0]} chunk(s) have no text to re-embed (text NULL or empty); delete or fix them "
-            "first; nothing was changed"
-        )
+def _kept(conn: psycopg.Connection, stopped: stop.Stopped, resume: str) -> stop.Stopped:
+    """The one line a stopped run ends with: what is kept, and the command that goes on from there."""
+    current = state.open_migration(conn)
+    name = stopped.signal_name
+    if current is None:
+        return stop.Stopped(stopped.signum, f"{name}: stopped; no migration is open")
+    if current.phase == "switched":
+        what = f"{current.rows_reembedded_old} row(s) re-embedded for the old space so far are kept"
+        resume = f"{CMD} rollback"
+    else:
+        pending = backfill.pending(conn, backfill.NEXT)
+        what = f"{current.rows_embedded} chunk(s) embedded and committed are kept, {pending} still to embed"
+    return stop.Stopped(
+        stopped.signum,
+        f"{name}: migration #{current.id} stopped in phase {current.phase}; {what}. Resume with `{resume}`",
+    )
+
+
+def _prepare(
+    conn: psycopg.Connection, space: EmbeddingSpace, target: str, dims: int, say: Say, budget: LockBudget
+) -> int:
+    problems = preflight(conn)
+    if problems:
+        raise DatabaseError(f"{problems[0]}; nothing was changed")
 
     def work(c: psycopg.Connection) -> int:
         migration_id = state.create(c, space.model, space.dims, target, dims)
         ddl.add_next(c, dims)
         return migration_id
 
-    migration_id = ddl.in_locked_transaction(conn, "prepare", work)
+    migration_id = ddl.in_locked_transaction(conn, "prepare", work, budget)
     say(f"migration #{migration_id}: {space.model} ({space.dims} dims) -> {target} ({dims} dims); "
         f"shadow column {names.VECTOR_NEXT} added")
     kill_point("after-prepare")
@@ -153,6 +217,7 @@ def _prepare(conn: psycopg.Connection, space: EmbeddingSpace, target: str, dims:
 
 
 def _phase(conn: psycopg.Connection, migration_id: int) -> state.Phase:
+    stop.checkpoint()  # between steps: everything before this point is committed
     current = state.open_migration(conn)
     if current is None or current.id != migration_id:
         found = f"#{current.id} ({current.phase})" if current else "none"
@@ -173,7 +238,8 @@ def _run(
     on_switch: SpaceHook | None,
 ) -> int:
     if _phase(conn, migration_id) == "backfill":
-        written = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress)
+        written = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress,
+                                progress_every=opts.progress_every)
         with conn.transaction():
             state.set_phase(conn, migration_id, "index")
         say(f"backfill done: {written} chunk(s) embedded in this run")
@@ -194,6 +260,7 @@ def _run(
     if opts.no_switch:
         say("verified; not switching (--no-switch). Re-run the same command without it to switch.")
         return 0
+    stop.checkpoint()
     _switch(conn, migration_id, embedder, dims, opts, say)
     kill_point("after-switch")
     if on_switch is not None:
@@ -217,14 +284,15 @@ def _verify(
     opts: MigrateOptions,
     say: Say,
 ) -> None:
-    caught = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress)
+    caught = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress,
+                           progress_every=opts.progress_every)
     if caught:
         say(f"caught up {caught} chunk(s) written during the migration")
     done = verify.completeness(conn, names.VECTOR_NEXT, names.MODEL_NEXT, embedder.model_id)
     if not done.complete:
         raise VerificationError(
             f"new space incomplete: {done.missing} chunk(s) without a vector, {done.no_text} without text, "
-            f"{done.wrong_model} from another model; re-run to resume"
+            f"{done.wrong_model} from another model; resume with `{opts.command()}`"
         )
     recall = verify.recall_at_10(
         conn, names.VECTOR_NEXT, names.INDEX_NEXT, sample=opts.recall_sample, ef_search=opts.ef_search
@@ -235,8 +303,8 @@ def _verify(
     )
     if recall.mean < opts.min_recall:
         raise VerificationError(
-            f"HNSW recall@10 {recall.mean:.3f} is below --min-recall {opts.min_recall}; raise --ef-search "
-            "(or the index's ef_construction) and re-run"
+            f"HNSW recall@10 {recall.mean:.3f} is below --min-recall {opts.min_recall}; re-run "
+            f"`{opts.command()} --ef-search {min(opts.ef_search * 2, 1000)}` (or `{CMD} rollback` to abandon)"
         )
     with conn.transaction():
         state.set_phase(
@@ -258,7 +326,8 @@ def _switch(
 
     def work(c: psycopg.Connection) -> int:
         swap.lock_table(c)
-        late = backfill.fill(c, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False)
+        late = backfill.fill(c, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False,
+                             stoppable=False)
         done = verify.completeness(c, names.VECTOR_NEXT, names.MODEL_NEXT, embedder.model_id)
         if not done.complete:
             raise VerificationError(f"new space incomplete at the switch ({done}); nothing was switched")
@@ -267,7 +336,7 @@ def _switch(
         kill_point("switch-before-commit")
         return late
 
-    late = ddl.in_locked_transaction(conn, "switch", work)
+    late = ddl.in_locked_transaction(conn, "switch", work, opts.budget)
     say(
         f"switched: document_chunk.vector is now {embedder.model_id} ({dims} dims) with index {names.INDEX}"
         f"{f'; {late} late write(s) embedded under the lock' if late else ''}; old vectors kept in "
@@ -276,7 +345,8 @@ def _switch(
 
 
 def rollback(
-    dsn: str, say: Say, *, batch: int = 64, progress: bool = True, on_rollback: SpaceHook | None = None
+    dsn: str, say: Say, *, batch: int = 64, progress: bool = True, on_rollback: SpaceHook | None = None,
+    budget: LockBudget | None = None, progress_every: int = DEFAULT_EVERY,
 ) -> int:
     """Before the switch: drop the shadow. After: re-embed rows the old space lacks, then swap back."""
     with open_connection(dsn) as conn:
@@ -284,7 +354,16 @@ def rollback(
         with lock.migration_lock(conn):
             current = state.open_migration(conn)
             if current is None:
-                raise MigrationStateError("no embedding migration is open: nothing to roll back")
+                last = state.last_migration(conn)
+                if last is not None and last.phase == "finalized":
+                    raise MigrationStateError(
+                        f"migration #{last.id} was finalized: the {last.from_model} vectors are gone, so it cannot "
+                        f"be rolled back; to return to {last.from_model}, migrate to it: "
+                        f"`{CMD} migrate --to {last.from_model}`"
+                    )
+                raise MigrationStateError(
+                    f"no embedding migration is open: nothing to roll back (`{CMD} status` shows the last one)"
+                )
             if current.phase in state.BEFORE_SWITCH:
 
                 def abort(c: psycopg.Connection) -> None:
@@ -292,17 +371,21 @@ def rollback(
                     state.set_phase(c, current.id, "rolled_back")
                     kill_point("rollback-before-commit")
 
-                ddl.in_locked_transaction(conn, "rollback", abort)
+                ddl.in_locked_transaction(conn, "rollback", abort, budget)
                 say(f"rolled back migration #{current.id} before its switch: {current.from_model} stays live")
                 return 0
-            _rollback_switched(conn, current, batch, progress, say)
+            try:
+                _rollback_switched(conn, current, batch, progress, say, budget, progress_every)
+            except stop.Stopped as stopped:
+                raise _kept(conn, stopped, f"{CMD} rollback") from None
     if on_rollback is not None:
         on_rollback(current.from_model, current.from_dims)
     return 0
 
 
 def _rollback_switched(
-    conn: psycopg.Connection, current: state.Migration, batch: int, progress: bool, say: Say
+    conn: psycopg.Connection, current: state.Migration, batch: int, progress: bool, say: Say,
+    budget: LockBudget | None, progress_every: int,
 ) -> None:
     embedder: PassageEmbedder | None = None
 
@@ -313,13 +396,15 @@ def _rollback_switched(
         return embedder
 
     if backfill.pending(conn, backfill.PREV):
-        backfill.fill(conn, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=progress)
+        backfill.fill(conn, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=progress,
+                      progress_every=progress_every)
     live = _live_column(conn)
 
     def work(c: psycopg.Connection) -> None:
         swap.lock_table(c)
         if backfill.pending(c, backfill.PREV):
-            backfill.fill(c, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=False)
+            backfill.fill(c, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=False,
+                          stoppable=False)
         done = verify.completeness(c, names.VECTOR_PREV, names.MODEL_PREV, current.from_model)
         if not done.complete:
             raise VerificationError(f"old space incomplete ({done}); nothing was rolled back")
@@ -327,27 +412,35 @@ def _rollback_switched(
         state.set_phase(c, current.id, "rolled_back")
         kill_point("rollback-before-commit")
 
-    ddl.in_locked_transaction(conn, "rollback", work)
+    stop.checkpoint()
+    ddl.in_locked_transaction(conn, "rollback", work, budget)
     say(
         f"rolled back migration #{current.id}: document_chunk.vector is {current.from_model} "
         f"({current.from_dims} dims) again; the {current.to_model} vectors were dropped"
     )
 
 
-def finalize(dsn: str, say: Say) -> int:
+def finalize(dsn: str, say: Say, budget: LockBudget | None = None) -> int:
     with open_connection(dsn) as conn:
         catalog.require_schema(conn)
         with lock.migration_lock(conn):
             current = state.open_migration(conn)
-            if current is None or current.phase != "switched":
-                phase = current.phase if current else "none open"
-                raise MigrationStateError(f"finalize applies after the switch; current migration: {phase}")
+            if current is None:
+                raise MigrationStateError(
+                    f"finalize applies after the switch; no migration is open (`{CMD} status` shows the last one)"
+                )
+            if current.phase != "switched":
+                raise MigrationStateError(
+                    f"finalize applies after the switch; migration #{current.id} to {current.to_model} is in phase "
+                    f"{current.phase}: continue it to the switch with `{CMD} migrate --to {current.to_model}`, "
+                    f"or abandon it with `{CMD} rollback`"
+                )
 
             def work(c: psycopg.Connection) -> None:
                 ddl.drop_columns(c, names.TRIGGER_PREV, names.VECTOR_PREV, names.MODEL_PREV)
                 state.set_phase(c, current.id, "finalized")
 
-            ddl.in_locked_transaction(conn, "finalize", work)
+            ddl.in_locked_transaction(conn, "finalize", work, budget)
     say(
         f"finalized migration #{current.id}: {current.from_model} vectors and index dropped. Their heap space "
         "is reused by later writes; VACUUM FULL (or pg_repack) returns it to the OS"
@@ -363,10 +456,12 @@ def status(dsn: str) -> dict[str, Any]:
         current = state.open_migration(conn)
         last = current or state.last_migration(conn)
         total, _ = catalog.row_counts(conn, names.VECTOR)
+        running = lock.is_held(conn)
         out: dict[str, Any] = {
             "space": {"model": space.model, "dims": space.dims},
             "chunks": total,
-            "running": lock.is_held(conn),
+            "running": running,
+            "running_holder": lock.holder(conn) if running else None,
             "migration": last.as_dict() if last else None,
             "open": current is not None,
         }

@@ -18,6 +18,8 @@ class MigrationSettings:
     recall_sample: int = 100
     ef_search: int = 40
     maintenance_work_mem: str = "256MB"
+    lock_timeout: float = 2.0  # seconds one DDL lock attempt may wait (and queue Open WebUI's queries)
+    lock_wait: float = 60.0  # seconds all attempts of one DDL step may take together
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, **extra: Any) -> Self:
@@ -28,7 +30,8 @@ class MigrationSettings:
         """`ragfr embeddings migrate` options that reproduce these settings."""
         args = ["--to", self.to, "--batch", str(self.batch), "--min-recall", str(self.min_recall),
                 "--recall-sample", str(self.recall_sample), "--ef-search", str(self.ef_search),
-                "--maintenance-work-mem", self.maintenance_work_mem]
+                "--maintenance-work-mem", self.maintenance_work_mem,
+                "--lock-timeout", f"{self.lock_timeout:g}", "--lock-wait", f"{self.lock_wait:g}"]
         if self.dims is not None:
             args += ["--dims", str(self.dims)]
         if self.no_switch:

@@ -84,9 +84,12 @@ def last_migration(conn: psycopg.Connection) -> Migration | None:
 
 
 def create(conn: psycopg.Connection, from_model: str, from_dims: int, to_model: str, to_dims: int) -> int:
+    """The next migration number, taken in the transaction that starts the migration: an attempt that rolls
+    back (a lock timeout while adding the shadow column) leaves no gap, as a sequence would. The caller
+    holds the migration lock, so no other writer competes for the number."""
     row = conn.execute(
-        f"INSERT INTO {names.STATE_TABLE} (from_model, from_dims, to_model, to_dims, phase)"  # noqa: S608
-        " VALUES (%s, %s, %s, %s, 'backfill') RETURNING id",
+        f"INSERT INTO {names.STATE_TABLE} (id, from_model, from_dims, to_model, to_dims, phase)"  # noqa: S608
+        f" SELECT coalesce(max(id), 0) + 1, %s, %s, %s, %s, 'backfill' FROM {names.STATE_TABLE} RETURNING id",
         (from_model, from_dims, to_model, to_dims),
     ).fetchone()
     assert row is not None

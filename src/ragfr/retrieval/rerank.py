@@ -37,11 +37,7 @@ class CrossEncoderReranker:
         try:
             self._model: Any = CrossEncoder(model, max_length=max_length, device="cpu")
         except Exception as exc:  # the library raises OSError, ValueError, HFValidationError...
-            where = "local path" if Path(model).exists() else "Hugging Face cache (HF_HOME) — offline"
-            raise ConfigError(
-                f"reranker {model!r} could not be loaded from the {where}: {str(exc).splitlines()[0]}. "
-                "Pre-cache the model (see docs/install.md, air-gapped install) or run with --no-rerank"
-            ) from exc
+            raise _unloadable(model, str(exc).splitlines()[0]) from exc
         self.model_id = model
         self._batch = batch_size
 
@@ -56,6 +52,39 @@ class CrossEncoderReranker:
             activation_fn=torch.nn.Identity(),
         )
         return [float(s) for s in scores]
+
+
+def _unloadable(model: str, why: str) -> ConfigError:
+    where = "local path" if Path(model).exists() else "Hugging Face cache (HF_HOME) — offline"
+    return ConfigError(
+        f"reranker {model!r} could not be loaded from the {where}: {why}. "
+        "Pre-cache the model (see docs/install.md, air-gapped install) or run with --no-rerank"
+    )
+
+
+def require_reranker_files(model: str) -> None:
+    """Refuse a reranker whose files are absent before importing torch and sentence-transformers (~10 s).
+
+    Only the presence of the model's config.json is checked, where the offline load would look for it; a
+    present but broken model still fails in the load itself. With HF_HUB_OFFLINE=0 a load may download, so
+    nothing is refused here.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    path = Path(model)
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise _unloadable(model, f"no config.json in {path}")
+        return
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        cached = try_to_load_from_cache(model, "config.json")
+    except HFValidationError as exc:
+        raise _unloadable(model, str(exc).splitlines()[0]) from exc
+    if not isinstance(cached, str):
+        raise _unloadable(model, "not in the local cache (its config.json was not found)")
 
 
 @lru_cache(maxsize=4)

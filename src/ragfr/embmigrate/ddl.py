@@ -66,7 +66,9 @@ def in_locked_transaction(
                 timeout = sql.Literal(f"{int(budget.timeout_s * 1000)}ms")
                 conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(timeout))
                 return work(conn)
-        except psycopg.errors.LockNotAvailable:
+        # A deadlock (a session that read the table, then wants to write it while we upgrade our lock) is
+        # resolved by the server aborting one side; if it is ours, it is one more busy attempt.
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
             holders = lock_holders(conn)
             used = time.monotonic() - start
             if used + RETRY_PAUSE_S + budget.timeout_s > budget.total_s:

@@ -268,6 +268,16 @@ def _run(
     return 0
 
 
+def _catch_up(conn: psycopg.Connection, fill: Callable[[], int], pending: Callable[[], int], batch: int,
+              rounds: int = 5) -> None:
+    """Embed rows written meanwhile, without any lock, until at most one batch is left (or `rounds` passes:
+    under a steady stream of writes the locked catch-up then embeds at most what arrived in one pass)."""
+    for _ in range(rounds):
+        fill()
+        if pending() <= batch:
+            return
+
+
 def _live_column(conn: psycopg.Connection) -> catalog.Column:
     live = catalog.column(conn, names.VECTOR)
     if live is None:
@@ -320,17 +330,20 @@ def _switch(
     opts: MigrateOptions,
     say: Say,
 ) -> None:
-    # Catch up outside the lock first, so that the locked transaction only meets the last few writes.
-    backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False)
+    # Catch up outside any lock until at most one batch is left, so that the locked transaction only meets
+    # the last few writes.
+    _catch_up(conn, lambda: backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch,
+                                          progress=False), lambda: backfill.pending(conn, backfill.NEXT), opts.batch)
     live = _live_column(conn)
 
     def work(c: psycopg.Connection) -> int:
-        swap.lock_table(c)
+        swap.lock_writers(c)  # late rows are embedded while searches go on; writers wait
         late = backfill.fill(c, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=False,
                              stoppable=False)
         done = verify.completeness(c, names.VECTOR_NEXT, names.MODEL_NEXT, embedder.model_id)
         if not done.complete:
             raise VerificationError(f"new space incomplete at the switch ({done}); nothing was switched")
+        swap.lock_table(c)  # readers wait only for the renames below
         swap.forward(c, to_model=embedder.model_id, to_dims=dims, live_not_null=live.not_null)
         state.set_phase(c, migration_id, "switched")
         kill_point("switch-before-commit")
@@ -401,13 +414,14 @@ def _rollback_switched(
     live = _live_column(conn)
 
     def work(c: psycopg.Connection) -> None:
-        swap.lock_table(c)
+        swap.lock_writers(c)
         if backfill.pending(c, backfill.PREV):
             backfill.fill(c, current.id, backfill.PREV, old_embedder(), current.from_dims, batch, progress=False,
                           stoppable=False)
         done = verify.completeness(c, names.VECTOR_PREV, names.MODEL_PREV, current.from_model)
         if not done.complete:
             raise VerificationError(f"old space incomplete ({done}); nothing was rolled back")
+        swap.lock_table(c)
         swap.back(c, from_model=current.from_model, from_dims=current.from_dims, live_not_null=live.not_null)
         state.set_phase(c, current.id, "rolled_back")
         kill_point("rollback-before-commit")

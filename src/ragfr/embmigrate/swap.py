@@ -14,7 +14,14 @@ from psycopg import sql
 from ragfr.embmigrate import ddl, names
 
 
+def lock_writers(conn: psycopg.Connection) -> None:
+    """SHARE: inserts, updates and deletes wait; searches (ACCESS SHARE) go on. Held while the last late
+    rows are embedded, which can take model calls: only writers wait for those, never readers."""
+    conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(sql.Identifier(names.TABLE)))
+
+
 def lock_table(conn: psycopg.Connection) -> None:
+    """ACCESS EXCLUSIVE, taken last and held only for the renames: readers wait for the swap alone."""
     conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(sql.Identifier(names.TABLE)))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -249,3 +250,16 @@ def test_cli_wait_refuses_a_pod_configured_for_another_space(migrated_db) -> Non
 
 def test_errors_are_ragfr_errors() -> None:
     assert issubclass(EmbeddingSpaceError, RagfrError) and issubclass(DatabaseError, RagfrError)
+
+
+def test_index_builds_on_document_chunk_after_0008_do_not_block_writes() -> None:
+    """0008 built its GIN index inside its transaction, blocking Open WebUI's uploads meanwhile; applied
+    files are immutable, so the rule holds from 0009 on: such an index is CREATE INDEX CONCURRENTLY, in a
+    `-- ragfr:no-transaction` file (the runner runs it outside a transaction)."""
+    builds = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?[^;]*?\bON\s+(?:public\.)?document_chunk\b",
+                        re.IGNORECASE)
+    for m in discover():
+        if m.version <= 8:
+            continue
+        for found in builds.finditer(m.sql):
+            assert found.group(1) and not m.transactional, f"{m.path.name}: {found.group(0)[:80]}"

@@ -7,7 +7,7 @@ import sys
 import time
 
 from ragfr.cli.common import add_dsn, require_dsn
-from ragfr.errors import DatabaseError, EmbeddingSpaceError
+from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 
 EPILOG = """\
 what it does:
@@ -41,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SPEC",
         help="embedder spec of the space, e.g. ollama:bge-m3 (default), local:multilingual-e5-small",
     )
+    p.add_argument("--lock-wait", type=float, default=600.0, metavar="SECONDS",
+                   help="wait at most this long for another `ragfr migrate` on the same database (default 600)")
+    p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="each migration waits at most this long for a table lock; past it, the migration is "
+                   "rolled back and the sessions in the way are named (default 30)")
     p.add_argument("--wait", action="store_true",
                    help="apply nothing; wait until every known migration is applied, then require the space given "
                    "by --dims/--embedding-model (if any) to be the database's")
@@ -54,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
     dsn = require_dsn(args)
     if args.wait:
         return _wait(dsn, args)
-    report = migrate(dsn, args.dims, args.embedding_model, say=lambda m: print(m, file=sys.stderr))
+    for flag, value in (("--lock-wait", args.lock_wait), ("--lock-timeout", args.lock_timeout)):
+        if not 0 < value <= 86400:
+            raise ConfigError(f"{flag} must be between 0 and 86400 seconds, got {value:g}")
+    report = migrate(dsn, args.dims, args.embedding_model, say=lambda m: print(m, file=sys.stderr),
+                     lock_wait_s=args.lock_wait, lock_timeout_s=args.lock_timeout)
     if report.applied:
         print(f"applied {len(report.applied)} migration(s); embedding space {report.model} ({report.dims} dims)")
     else:

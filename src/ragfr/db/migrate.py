@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import psycopg
 
 from ragfr.db.connect import connect, redact
+from ragfr.db.locks import advisory_holders, any_relation_holders
 from ragfr.embed.spec import parse_spec
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 
@@ -88,8 +90,15 @@ def migrate(
     *,
     directory: Path | None = None,
     say: Callable[[str], None] = log.info,
+    lock_wait_s: float = 600.0,
+    lock_timeout_s: float = 30.0,
 ) -> MigrateReport:
-    """Bring the database at `dsn` to the newest schema. Safe to run concurrently and repeatedly."""
+    """Bring the database at `dsn` to the newest schema. Safe to run concurrently and repeatedly.
+
+    Another `ragfr migrate` is waited for at most `lock_wait_s`; each migration's statements wait at most
+    `lock_timeout_s` for a table lock (a schema change queued behind a long query would stall every query
+    queued behind it). Either limit ends with an error naming the sessions in the way; nothing of the
+    migration that waited is applied."""
     if dims is not None and not 1 <= dims <= 16000:
         raise ConfigError(f"--dims must be between 1 and 16000 (pgvector's limit), got {dims}")
     if model is not None:
@@ -97,13 +106,28 @@ def migrate(
     migrations = discover(directory)
     with connect(dsn, autocommit=True) as conn:
         _check_server(conn)
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()[0]:  # type: ignore[index]
-            say("another `ragfr migrate` holds the migration lock on this database; waiting for it")
-            conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+        _take_migration_lock(conn, lock_wait_s, say)
         try:
-            return _migrate_locked(conn, migrations, dims, model, say)
+            return _migrate_locked(conn, migrations, dims, model, say, lock_timeout_s)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+
+
+def _take_migration_lock(conn: psycopg.Connection, wait_s: float, say: Callable[[str], None]) -> None:
+    deadline = time.monotonic() + wait_s
+    next_report = 0.0
+    while not conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()[0]:  # type: ignore[index]
+        now = time.monotonic()
+        holders = advisory_holders(conn, LOCK_KEY)
+        if now > deadline:
+            raise DatabaseError(
+                f"another `ragfr migrate` kept the migration lock for more than {wait_s:g} s ({holders}); "
+                "nothing was applied. Wait for it, or end it with SELECT pg_terminate_backend(pid), then re-run"
+            )
+        if now >= next_report:
+            say(f"another `ragfr migrate` holds the migration lock on this database ({holders}); waiting for it")
+            next_report = now + 30
+        time.sleep(1)
 
 
 def _check_server(conn: psycopg.Connection) -> None:
@@ -135,6 +159,7 @@ def _migrate_locked(
     dims: int | None,
     model: str | None,
     say: Callable[[str], None],
+    lock_timeout_s: float,
 ) -> MigrateReport:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS ragfr_schema_migrations ("
@@ -165,6 +190,7 @@ def _migrate_locked(
             continue
         say(f"applying {m.path.name}")
         try:
+            conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(lock_timeout_s * 1000)}ms",))
             if m.transactional:
                 with conn.transaction():
                     conn.execute(m.sql.encode())
@@ -172,6 +198,13 @@ def _migrate_locked(
             else:
                 conn.execute(m.sql.encode())
                 _record(conn, m)
+        except psycopg.errors.LockNotAvailable as exc:
+            raise DatabaseError(
+                f"migration {m.path.name} waited more than {lock_timeout_s:g} s for a table lock "
+                f"({any_relation_holders(conn)}); it was rolled back, nothing of it applied. Re-run when that "
+                "session is done (the chart's migrations Job retries), or end it with "
+                "SELECT pg_terminate_backend(pid)"
+            ) from exc
         except psycopg.Error as exc:
             raise DatabaseError(f"migration {m.path.name} failed and was rolled back: {_pg_message(exc)}") from exc
         report.applied.append(m.path.name)

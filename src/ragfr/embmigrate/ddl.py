@@ -13,12 +13,12 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TypeVar
 
 import psycopg
 from psycopg import sql
 
+from ragfr.db.locks import relation_holders
 from ragfr.embmigrate import names, stop
 from ragfr.embmigrate.catalog import Index
 from ragfr.errors import ConfigError, DatabaseError
@@ -86,27 +86,8 @@ def in_locked_transaction(
 
 
 def lock_holders(conn: psycopg.Connection) -> str:
-    """The other sessions holding a lock on the table, from pg_stat_activity, for one message line."""
-    rows = conn.execute(
-        "SELECT DISTINCT a.pid, a.application_name, a.state, a.xact_start, a.query_start,"
-        "       left(regexp_replace(a.query, '\\s+', ' ', 'g'), 60)"
-        "  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-        " WHERE l.locktype = 'relation' AND l.relation = to_regclass(%s) AND l.granted"
-        "   AND l.pid <> pg_backend_pid()"
-        " ORDER BY a.xact_start NULLS LAST, a.pid LIMIT 3",
-        (names.TABLE,),
-    ).fetchall()
-    if not rows:
-        return "the holder has already gone"
-    return "held by " + "; ".join(
-        f"server pid {pid} (application {app or '-'}, {state or '?'}, transaction since "
-        f"{_when(xact)}, query started {_when(qstart)}: {query or '-'})"
-        for pid, app, state, xact, qstart, query in rows
-    )
-
-
-def _when(moment: datetime | None) -> str:
-    return "-" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S %Z}".strip()
+    """The other sessions holding a lock on the table, for one message line."""
+    return relation_holders(conn, names.TABLE)
 
 
 def _terminate_hint(conn: psycopg.Connection) -> str:

@@ -17,7 +17,12 @@ from ragfr.ingest.chunking import (
     UNKNOWN_WINDOW_MAX_CHARS,
     max_chunk_size,
 )
+from ragfr.ingest.writer import IngestReport
 from ragfr.retrieval.filters import check_key
+
+# A 100 MB text file is about 100,000 chunks: hours of embedding on a laptop CPU, and a few hundred MB of
+# memory while it is chunked. Larger files are almost always a mistake (a database dump, a log).
+DEFAULT_MAX_FILE_MB = 100
 
 DESCRIPTION = """\
 Load .txt, .md, .pdf and .jsonl files (directories are walked for those), cut them into chunks at
@@ -92,8 +97,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--batch-size", type=int, metavar="N", help="texts per embedding call (default: per backend)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk embedding cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--max-file-size", type=_megabytes, default=DEFAULT_MAX_FILE_MB, metavar="MB",
+                   help=f"refuse files larger than this, before anything is written (default {DEFAULT_MAX_FILE_MB} MB; "
+                   "files are read and stored one at a time, so memory follows the largest file, not the total)")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or directories to ingest")
     p.set_defaults(func=run)
+
+
+def _megabytes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of megabytes: {text!r}") from None
+    if not 0 < value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{text} MB: give a size above 0")
+    return value
+
+
+def _check_sizes(files: list[Path], max_mb: float) -> None:
+    """All sizes are checked before the first file is read, so a refusal writes nothing."""
+    for path in files:
+        size = path.stat().st_size
+        if size > max_mb * 1_000_000:
+            raise ConfigError(
+                f"{path}: {size / 1_000_000:.1f} MB is over --max-file-size {max_mb:g} MB; nothing was ingested "
+                "(split the file, or raise --max-file-size if this machine has the memory)"
+            )
 
 
 def parse_meta(items: list[str]) -> dict[str, Any]:
@@ -134,13 +163,18 @@ def run(args: argparse.Namespace) -> int:
     files = list(iter_files(args.paths))
     if not files:
         raise ConfigError("no .txt, .md, .pdf or .jsonl file found under the given paths")
-    docs = [doc for path in files for doc in load_file(path)]
+    _check_sizes(files, args.max_file_size)
+    report = IngestReport()
     with connect(require_dsn(args)) as conn:
         spec = args.embedder if args.embedder is not None else read_space(conn).model
         embedder = load_embedder(spec, batch_size=args.batch_size, cache=not args.no_cache)
-        report = ingest_documents(
-            conn, args.collection, docs, embedder, config, progress=not args.no_progress, metadata=meta
-        )
+        # One file at a time: read, chunk, embed, commit, then the next. Memory follows the largest file;
+        # an error in file N leaves files 1..N-1 stored (a re-run skips them) and nothing of file N.
+        for path in files:
+            report.add(ingest_documents(
+                conn, args.collection, load_file(path), embedder, config, progress=not args.no_progress,
+                metadata=meta,
+            ))
     for empty in report.empty:
         print(f"ragfr: warning: {empty}: empty (no text), no chunk stored", file=sys.stderr)
     print(

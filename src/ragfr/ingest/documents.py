@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 import unicodedata
@@ -72,6 +73,17 @@ def iter_files(paths: list[Path]) -> Iterator[Path]:
             raise ConfigError(f"{path}: {_not_a_file(path)}")
 
 
+def check_name(path: Path) -> None:
+    """The path becomes the chunks' `source` metadata (UTF-8 jsonb): a name in another encoding is refused
+    with its raw bytes shown, before anything is read."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"{os.fsencode(path)!r}: the file name is not valid UTF-8; rename it (e.g. convmv -f latin1 -t utf8)"
+        ) from None
+
+
 def _not_a_file(path: Path) -> str:
     """Why `path` is neither a file nor a directory; a FIFO must never be opened (it would block)."""
     try:
@@ -86,6 +98,7 @@ def _not_a_file(path: Path) -> str:
 
 def load_file(path: Path) -> list[Document]:
     """All documents of one file; ConfigError (with the file name, and line number for .jsonl) if unreadable."""
+    check_name(path)
     suffix = path.suffix.lower()
     source = str(path.resolve())
     if suffix in (".txt", ".md"):
@@ -106,7 +119,9 @@ def _read_text(path: Path) -> str:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
-def _refuse_surrogates(value: Any, where: str, field: str = "") -> None:
+def _refuse_unstorable(value: Any, where: str, field: str = "") -> None:
+    """PostgreSQL stores neither a NUL character nor a lone surrogate in text or jsonb: say which field,
+    now, rather than fail the whole write later."""
     if isinstance(value, str):
         found = _SURROGATE.search(value)
         if found:
@@ -114,13 +129,18 @@ def _refuse_surrogates(value: Any, where: str, field: str = "") -> None:
                 f"{where}: {field or 'value'} contains a lone surrogate \\u{ord(found.group()):04x} at character "
                 f"{found.start()} (not valid Unicode; fix the producer of this file)"
             )
+        if "\x00" in value:
+            raise ConfigError(
+                f"{where}: {field or 'value'} contains a NUL character (\\u0000) at character {value.index(chr(0))}, "
+                "which the database cannot store; remove it"
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
-            _refuse_surrogates(key, where, f"a key of {field or 'the record'}")
-            _refuse_surrogates(item, where, f'"{key}"' if not field else f"{field}.{key}")
+            _refuse_unstorable(key, where, f"a key of {field or 'the record'}")
+            _refuse_unstorable(item, where, f'"{key}"' if not field else f"{field}.{key}")
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _refuse_surrogates(item, where, f"{field}[{i}]")
+            _refuse_unstorable(item, where, f"{field}[{i}]")
 
 
 def _load_pdf(path: Path, source: str) -> list[Document]:
@@ -129,9 +149,17 @@ def _load_pdf(path: Path, source: str) -> list[Document]:
 
     try:
         reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise ConfigError(f"{path}: the PDF is encrypted; export an unprotected copy first")
         pages = [page.extract_text() or "" for page in reader.pages]
+    except ConfigError:
+        raise
     except (PdfReadError, OSError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read PDF: {exc}") from exc
+    # A damaged file trips pypdf anywhere (KeyError, TypeError, AssertionError...): still one line, never a
+    # traceback, and the other files of the run are not affected.
+    except Exception as exc:
+        raise ConfigError(f"{path}: cannot read PDF (damaged file? {type(exc).__name__}: {exc})") from exc
     # One document per page, as Open WebUI's own PDF loader does, so each chunk can cite its page.
     # `page` is 0-based like Open WebUI's (its interface adds one when it displays it).
     docs = [
@@ -175,7 +203,7 @@ def _load_jsonl(path: Path, source: str) -> list[Document]:
         unknown = set(record) - {"id", "text", "metadata"}
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; expected id, text, metadata")
-        _refuse_surrogates(record, where)
+        _refuse_unstorable(record, where)
         if str(doc_id) in seen:
             raise ConfigError(f"{where}: duplicate id {doc_id!r}")
         seen.add(str(doc_id))

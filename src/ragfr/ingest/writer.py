@@ -13,8 +13,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
-from ragfr.embed import Embedder, check_space
-from ragfr.errors import ConfigError, DatabaseError
+from ragfr.embed import Embedder, check_space, read_space
+from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.ingest.chunking import ChunkConfig, check_chunk_size, chunk_text
 from ragfr.ingest.documents import Document
 from ragfr.ingest.ids import chunk_id, content_hash
@@ -41,6 +41,13 @@ class IngestReport:
     concurrent: int = 0  # rows another ingest of the same source added or removed while this one embedded
     empty: list[str] = field(default_factory=list)  # documents with no text: no chunk (old ones removed)
     chunk_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, doc_id) -> ids
+
+    def add(self, other: IngestReport) -> None:
+        """Fold the report of a later call (the next file) into this one."""
+        for name in ("documents", "sources", "chunks", "inserted", "unchanged", "updated", "deleted", "concurrent"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.empty.extend(other.empty)
+        self.chunk_ids.update(other.chunk_ids)
 
 
 @dataclass
@@ -230,6 +237,9 @@ def _write(
     try:
         with conn.transaction(), conn.cursor() as cur:
             _lock_sources(cur, collection, [p.source for p in group])
+            # Embedding took time: if the space changed meanwhile (an embedding migration switched), these
+            # vectors belong to no space the database serves. Nothing of this group is written.
+            _recheck_space(conn, embedder, report)
             stored = _stored(cur, collection, [p.source for p in group])
             for plan in group:
                 before = ({r.id for r in plan.todo}, set(plan.stale))
@@ -266,6 +276,16 @@ def _write(
     except psycopg.Error as exc:
         _rollback(conn)
         raise DatabaseError(f"writing chunks into collection {collection!r} failed: {_first_line(exc)}") from exc
+
+
+def _recheck_space(conn: psycopg.Connection[Any], embedder: Embedder, report: IngestReport) -> None:
+    space = read_space(conn)
+    if (space.model, space.dims) != (embedder.model_id, embedder.dims):
+        raise EmbeddingSpaceError(
+            f"the embedding space changed to {space.model} ({space.dims} dims) while this ingest embedded with "
+            f"{embedder.model_id}: nothing more was written (the {report.inserted} chunk(s) stored before the switch "
+            "are re-embedded by the migration); re-run the same command, which now uses the new model"
+        )
 
 
 def _embed_into(

@@ -72,12 +72,12 @@ def test_open_webui_names_the_space_model_when_it_writes(example: str) -> None:
 
 
 def test_changing_the_embedding_space_moves_both_sides() -> None:
-    docs = render({"embedding": {"model": "nomic-embed-text", "dims": 768}})
+    docs = render({"embedding": {"model": "nomic-embed-text:v1.5", "dims": 768}})
     assert migrate_args(docs).dims == 768
     assert owui_env(docs)["PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH"] == "768"
-    assert owui_env(docs)["RAG_EMBEDDING_MODEL"] == "nomic-embed-text"
+    assert owui_env(docs)["RAG_EMBEDDING_MODEL"] == "nomic-embed-text:v1.5"
     pull = one(docs, "Job", "-pull-models-1")["spec"]["template"]["spec"]["containers"][0]
-    assert env_of(pull)["OLLAMA_PULL_MODELS"].split()[0] == "nomic-embed-text"
+    assert env_of(pull)["OLLAMA_PULL_MODELS"].split()[0] == "nomic-embed-text:v1.5"
 
 
 @pytest.mark.parametrize("example", EXAMPLES)

@@ -8,8 +8,8 @@ are dropped and the data directory deleted; ragdb-init.sh recreates empty ones, 
 the same searches must return the same passage ids in the same order.
 
 STAND-IN: Open WebUI's application database gets one table written here (a chat row), not Open WebUI's
-own schema: this test proves the dump/restore mechanics of both databases and the data volume; the
-restore through a running Open WebUI (its knowledge base, uploads and a chat) is not covered here.
+own schema: this test proves the mechanics (ragfr corpus, retention, damaged sets) quickly and without the
+Open WebUI venv; tests/owui/test_backup_restore.py does the same through the real Open WebUI.
 """
 
 from __future__ import annotations

@@ -15,93 +15,28 @@ Open WebUI venv; tests/owui/test_backup_restore.py does the same through the rea
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from tests.support.chart import CHART, one, render
-from tests.support.paths import PIAF_JSON, REPO
+from tests.support.backup import RAGFR, Release, drop, fake_release, ragdb_init, rendered_scripts
+from tests.support.backup import run_script as _run
+from tests.support.chart import one, render
+from tests.support.paths import PIAF_JSON
 
-from ragfr.db.connect import with_database
-
-PG_BIN = Path(os.environ.get("RAGFR_PGROOT", REPO / ".build" / "pgroot")) / "usr/lib/postgresql/15/bin"
-RAGFR = REPO / ".venv" / "bin" / "ragfr"
 E5 = "local:multilingual-e5-small"
 DOCUMENTS = 40
 QUESTIONS = ["Quand a eu lieu la bataille ?", "Quel club de football a gagné le championnat ?",
              "Qui a écrit ce roman ?"]
 
 
-@dataclass
-class Release:
-    """The two owner-role URLs of one fake release, its data directory and the psql environment."""
-
-    ragfr_url: str
-    owui_url: str
-    data_dir: Path
-    init_env: dict[str, str]
-    superuser: str
-    names: dict[str, str]
-
-
-def _run(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": f"{PG_BIN}:{os.environ['PATH']}", "HOME": os.environ.get("HOME", "/tmp"), **env}
-    return subprocess.run(cmd, env=full, cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
-
-
-def _rendered_scripts(dest: Path) -> dict[str, Path]:
-    """backup.sh and restore.sh exactly as the chart renders them into the backup ConfigMap."""
-    cm = one(render({"backup": {"enabled": True}}), "ConfigMap", "-backup")
-    paths = {}
-    for name in ("backup.sh", "restore.sh"):
-        paths[name] = dest / name
-        paths[name].write_text(cm["data"][name])
-    return paths
-
-
-def _ragdb_init(release: Release) -> None:
-    """The chart's first-boot script (files/ragdb-init.sh), run against the private cluster."""
-    done = _run(["sh", str(CHART / "files" / "ragdb-init.sh")], release.init_env)
-    assert done.returncode == 0, done.stderr
-
-
-def _drop(release: Release) -> None:
-    with psycopg.connect(release.superuser, autocommit=True) as conn:
-        for db in ("ragfr_db", "owui_db"):
-            conn.execute(f'DROP DATABASE IF EXISTS "{release.names[db]}" WITH (FORCE)')
-        for role in ("ragfr_user", "owui_user"):
-            conn.execute(f'DROP ROLE IF EXISTS "{release.names[role]}"')
-
-
 @pytest.fixture
 def release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
-    tag = uuid.uuid4().hex[:8]
-    names = {"ragfr_db": f"bk_ragfr_{tag}", "owui_db": f"bk_owui_{tag}",
-             "ragfr_user": f"bk_ragfr_{tag}", "owui_user": f"bk_owui_{tag}"}
-    pw = {"ragfr": uuid.uuid4().hex, "owui": uuid.uuid4().hex}
-    parts = urlsplit(pg_dsn)
-    host, port = parts.hostname or "127.0.0.1", str(parts.port or 5432)
-    init_env = {"PGHOST": host, "PGPORT": port, "PGPASSWORD": parts.password or "", "POSTGRES_USER": parts.username or "postgres",
-                "RAGFR_DB": names["ragfr_db"], "RAGFR_USER": names["ragfr_user"], "RAGFR_PASSWORD": pw["ragfr"],
-                "OPENWEBUI_DB": names["owui_db"], "OPENWEBUI_USER": names["owui_user"], "OPENWEBUI_PASSWORD": pw["owui"]}
-    rel = Release(
-        ragfr_url=f"postgresql://{names['ragfr_user']}:{pw['ragfr']}@{host}:{port}/{names['ragfr_db']}",
-        owui_url=f"postgresql://{names['owui_user']}:{pw['owui']}@{host}:{port}/{names['owui_db']}",
-        data_dir=tmp_path / "openwebui-data", init_env=init_env, superuser=with_database(pg_dsn, "postgres"),
-        names=names,
-    )
-    _drop(rel)
-    _ragdb_init(rel)
-    yield rel
-    _drop(rel)
+    with fake_release(pg_dsn, tmp_path) as rel:
+        yield rel
 
 
 def _load(release: Release, corpus: Path) -> None:
@@ -145,7 +80,7 @@ def _backup_env(release: Release, backup_dir: Path, keep: int) -> dict[str, str]
 
 
 def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(release: Release, tmp_path: Path) -> None:
-    scripts = _rendered_scripts(tmp_path)
+    scripts = rendered_scripts(tmp_path)
     _load(release, tmp_path / "corpus")
     before = _search_ids(release)
     assert all(len(ids) == 10 for ids in before), before
@@ -161,10 +96,10 @@ def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(releas
         "SHA256SUMS", "openwebui-data.tar.gz", "openwebui.dump", "ragfr.dump"]
     dump_bytes = {p.name: p.stat().st_size for p in set_dir.iterdir()}
 
-    _drop(release)
+    drop(release)
     shutil.rmtree(release.data_dir)
     release.data_dir.mkdir()
-    _ragdb_init(release)
+    ragdb_init(release)
     restore_env = {"RESTORE_SET": str(set_dir), "RAGFR_DATABASE_URL": release.ragfr_url,
                    "OPENWEBUI_DATABASE_URL": release.owui_url, "DATA_DIR": str(release.data_dir),
                    "TMPDIR": str(tmp_path)}
@@ -190,7 +125,7 @@ def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(releas
 
 
 def test_restore_refuses_a_damaged_set(release: Release, tmp_path: Path) -> None:
-    scripts = _rendered_scripts(tmp_path)
+    scripts = rendered_scripts(tmp_path)
     backup_dir = tmp_path / "backups"
     backup_dir.mkdir()
     release.data_dir.mkdir()
@@ -209,7 +144,7 @@ def test_restore_refuses_a_damaged_set(release: Release, tmp_path: Path) -> None
 
 
 def test_backup_keeps_the_newest_sets_only(release: Release, tmp_path: Path) -> None:
-    scripts = _rendered_scripts(tmp_path)
+    scripts = rendered_scripts(tmp_path)
     backup_dir = tmp_path / "backups"
     backup_dir.mkdir()
     release.data_dir.mkdir()

@@ -18,12 +18,12 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from tests.chart.test_backup_restore import Release, _drop, _ragdb_init, _rendered_scripts, _run
-from tests.chart.test_backup_restore import release as release  # noqa: F401 (fixture)
+from tests.support.backup import Release, drop, fake_release, ragdb_init, rendered_scripts
+from tests.support.backup import run_script as _run
 
 from .conftest import OWUI_PYTHON, owui_env
 from .test_e2e import DOCUMENT, EMBED_NAME, ENV_FILE, QUESTION, call, free_port, multipart, stop, wait_until_up
-from .test_e2e import ollama_double as ollama_double  # noqa: F401 (fixture)
+from .test_e2e import ollama_double as ollama_double
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]
 RAGFR = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "ragfr"
@@ -96,8 +96,14 @@ def _signup_refused(url: str) -> str:
 
 
 @pytest.fixture
-def owui_process_env(release: Release, tmp_path: Path, owui_site_packages: Path, patched_tree: Path,  # noqa: F811
-                     ollama_double: str) -> Iterator[dict[str, str]]:  # noqa: F811
+def release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
+    with fake_release(pg_dsn, tmp_path) as rel:
+        yield rel
+
+
+@pytest.fixture
+def owui_process_env(release: Release, tmp_path: Path, owui_site_packages: Path, patched_tree: Path,
+                     ollama_double: str) -> Iterator[dict[str, str]]:
     migrated = subprocess.run([str(RAGFR), "migrate", "--dsn", release.ragfr_url, "--dims", "384",
                                "--embedding-model", "local:multilingual-e5-small"],
                               capture_output=True, text=True, check=False)
@@ -106,7 +112,7 @@ def owui_process_env(release: Release, tmp_path: Path, owui_site_packages: Path,
 
 
 def test_restore_brings_back_users_chats_files_and_the_same_passages(
-    release: Release, owui_process_env: dict[str, str], tmp_path: Path  # noqa: F811
+    release: Release, owui_process_env: dict[str, str], tmp_path: Path
 ) -> None:
     data_dir = Path(owui_process_env["DATA_DIR"])
     server = OpenWebUI(owui_process_env, tmp_path)
@@ -127,7 +133,7 @@ def test_restore_brings_back_users_chats_files_and_the_same_passages(
         assert before, "the knowledge base query returned nothing"
         ids_before = _chunk_ids(release)
 
-    scripts = _rendered_scripts(tmp_path)
+    scripts = rendered_scripts(tmp_path)
     backup_dir = tmp_path / "backups"
     backup_dir.mkdir()
     t0 = time.monotonic()
@@ -139,10 +145,10 @@ def test_restore_brings_back_users_chats_files_and_the_same_passages(
     (set_dir,) = [p for p in backup_dir.iterdir() if not p.name.startswith(".")]
     sizes = {p.name: p.stat().st_size for p in set_dir.iterdir()}
 
-    _drop(release)
+    drop(release)
     shutil.rmtree(data_dir)
     data_dir.mkdir()
-    _ragdb_init(release)
+    ragdb_init(release)
     t0 = time.monotonic()
     done = _run(["sh", str(scripts["restore.sh"])], {
         "RESTORE_SET": str(set_dir), "RAGFR_DATABASE_URL": release.ragfr_url,

@@ -1,0 +1,91 @@
+"""A fake ragfr release in the private PostgreSQL for the backup/restore tests: its databases and roles made
+by the chart's own ragdb-init.sh (like ragdb's first boot), and the chart's backup/restore scripts as
+rendered into the backup ConfigMap."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+from tests.support.chart import CHART, one, render
+from tests.support.paths import REPO
+
+from ragfr.db.connect import with_database
+
+PG_BIN = Path(os.environ.get("RAGFR_PGROOT", REPO / ".build" / "pgroot")) / "usr/lib/postgresql/15/bin"
+RAGFR = REPO / ".venv" / "bin" / "ragfr"
+
+
+@dataclass
+class Release:
+    """The two owner-role URLs of one fake release, its data directory and the psql environment."""
+
+    ragfr_url: str
+    owui_url: str
+    data_dir: Path
+    init_env: dict[str, str]
+    superuser: str
+    names: dict[str, str]
+
+
+def run_script(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full = {"PATH": f"{PG_BIN}:{os.environ['PATH']}", "HOME": os.environ.get("HOME", "/tmp"), **env}
+    return subprocess.run(cmd, env=full, cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
+
+
+def rendered_scripts(dest: Path) -> dict[str, Path]:
+    """backup.sh and restore.sh exactly as the chart renders them into the backup ConfigMap."""
+    cm = one(render({"backup": {"enabled": True}}), "ConfigMap", "-backup")
+    paths = {}
+    for name in ("backup.sh", "restore.sh"):
+        paths[name] = dest / name
+        paths[name].write_text(cm["data"][name])
+    return paths
+
+
+def ragdb_init(release: Release) -> None:
+    """The chart's first-boot script (files/ragdb-init.sh), run against the private cluster."""
+    done = run_script(["sh", str(CHART / "files" / "ragdb-init.sh")], release.init_env)
+    if done.returncode != 0:
+        raise AssertionError(done.stderr)
+
+
+def drop(release: Release) -> None:
+    with psycopg.connect(release.superuser, autocommit=True) as conn:
+        for db in ("ragfr_db", "owui_db"):
+            conn.execute(f'DROP DATABASE IF EXISTS "{release.names[db]}" WITH (FORCE)')
+        for role in ("ragfr_user", "owui_user"):
+            conn.execute(f'DROP ROLE IF EXISTS "{release.names[role]}"')
+
+
+@contextmanager
+def fake_release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
+    """Roles and databases of one release (unique names), dropped on exit."""
+    tag = uuid.uuid4().hex[:8]
+    names = {"ragfr_db": f"bk_ragfr_{tag}", "owui_db": f"bk_owui_{tag}",
+             "ragfr_user": f"bk_ragfr_{tag}", "owui_user": f"bk_owui_{tag}"}
+    pw = {"ragfr": uuid.uuid4().hex, "owui": uuid.uuid4().hex}
+    parts = urlsplit(pg_dsn)
+    host, port = parts.hostname or "127.0.0.1", str(parts.port or 5432)
+    init_env = {"PGHOST": host, "PGPORT": port, "PGPASSWORD": parts.password or "", "POSTGRES_USER": parts.username or "postgres",
+                "RAGFR_DB": names["ragfr_db"], "RAGFR_USER": names["ragfr_user"], "RAGFR_PASSWORD": pw["ragfr"],
+                "OPENWEBUI_DB": names["owui_db"], "OPENWEBUI_USER": names["owui_user"], "OPENWEBUI_PASSWORD": pw["owui"]}
+    rel = Release(
+        ragfr_url=f"postgresql://{names['ragfr_user']}:{pw['ragfr']}@{host}:{port}/{names['ragfr_db']}",
+        owui_url=f"postgresql://{names['owui_user']}:{pw['owui']}@{host}:{port}/{names['owui_db']}",
+        data_dir=tmp_path / "openwebui-data", init_env=init_env, superuser=with_database(pg_dsn, "postgres"),
+        names=names,
+    )
+    drop(rel)
+    ragdb_init(rel)
+    try:
+        yield rel
+    finally:
+        drop(rel)

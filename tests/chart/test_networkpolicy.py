@@ -133,3 +133,22 @@ def test_s3_backups_get_egress_to_the_endpoint_port_only() -> None:
     assert [p["port"] for r in pol["egress"] for p in r["ports"]] == [9000]
     assert pol["egress"][0]["to"] == example_values("backup-s3")["networkPolicy"]["externalTo"]
     assert allowed(docs, labels, pod_labels(docs, "StatefulSet", "-ragdb"), 5432)
+
+
+def test_embedding_migration_jobs_reach_the_database_ollama_and_the_api_server() -> None:
+    """The Job `ragfr embeddings k8s` creates (labels from the product's own manifest code) is default-deny
+    like every pod of the release, and keeps exactly what its run needs."""
+    from types import SimpleNamespace
+
+    from ragfr.embmigrate.k8s.manifests import NETWORK_LABELS, labels
+
+    docs = render()
+    pod = {**labels(SimpleNamespace(release="ragfr", target_key="t")), **NETWORK_LABELS}  # type: ignore[arg-type]
+    assert _matches(one(docs, "NetworkPolicy", "-default-deny")["spec"]["podSelector"], pod)
+    assert allowed(docs, pod, pod_labels(docs, "StatefulSet", "-ragdb"), 5432)
+    assert allowed(docs, pod, pod_labels(docs, "Deployment", "-ollama"), 11434)
+    assert allowed(docs, pod, INTERNET, 443) and allowed(docs, pod, INTERNET, 6443)
+    assert not allowed(docs, pod, INTERNET, 80)
+    narrowed = render({"networkPolicy": {"apiServerCIDR": "10.43.0.1/32"}})
+    assert one(narrowed, "NetworkPolicy", "-embmigrate")["spec"]["egress"][0]["to"] == [
+        {"ipBlock": {"cidr": "10.43.0.1/32"}}]

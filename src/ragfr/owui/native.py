@@ -14,22 +14,35 @@ Everything retrieval-related happens in `ragfr.retrieval.hybrid.search`; this mo
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ragfr.db.connect import connect, normalize_dsn, redact
-from ragfr.errors import DatabaseError, RagfrError
+from ragfr.db.connect import normalize_dsn, redact
+from ragfr.errors import RagfrError
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import from_mapping
+from ragfr.retrieval.hybrid import SearchTimeoutError
 from ragfr.retrieval.types import SearchResult
 
 log = logging.getLogger("ragfr.owui")
 
-_local = threading.local()
+# Bounded connections: per Open WebUI worker process, one pool for the vector arm (and the rest of the
+# search) and one for the lexical arm, each at most POOL_SIZE connections. A search takes a "main"
+# connection, then a "lexical" one, always in that order, so two searches can never wait on each other.
+# Open WebUI runs searches in asyncio.to_thread workers (up to ~40 threads): without a bound each thread
+# kept its own two connections, 40-64 per replica against the server's max_connections of 100.
+POOL_SIZE = int(os.environ.get("RAGFR_OWUI_POOL_SIZE", "4"))
+# How long a search waits for a free connection before it gives up with no results (and says why).
+POOL_WAIT_S = float(os.environ.get("RAGFR_OWUI_POOL_WAIT_S", "10"))
+STATEMENT_TIMEOUT_MS = int(os.environ.get("RAGFR_STATEMENT_TIMEOUT_MS", "10000"))
+_pools: dict[tuple[str, str], ConnectionPool] = {}
+_pools_lock = threading.Lock()
 
 
 def session_dsn(session: Any) -> str:
@@ -38,22 +51,18 @@ def session_dsn(session: Any) -> str:
     return normalize_dsn(url.render_as_string(hide_password=False))
 
 
-def _connection(dsn: str, role: str = "main") -> psycopg.Connection[Any]:
-    # Two connections per worker thread (Open WebUI calls the client from asyncio.to_thread workers): the
-    # vector arm runs on "main" while the lexical arm runs on "lexical" (hybrid.search's lexical_conn).
-    cache: dict[tuple[str, str], psycopg.Connection[Any]] = getattr(_local, "connections", None) or {}
-    _local.connections = cache
-    conn = cache.get((dsn, role))
-    if conn is None or conn.closed or conn.broken:
-        conn = connect(dsn, autocommit=True)
-        cache[(dsn, role)] = conn
-    return conn
-
-
-def _drop_connections(dsn: str) -> None:
-    cache: dict[tuple[str, str], psycopg.Connection[Any]] = getattr(_local, "connections", None) or {}
-    for key in [k for k in cache if k[0] == dsn]:
-        cache.pop(key).close()
+def pool(dsn: str, role: str) -> ConnectionPool:
+    with _pools_lock:
+        found = _pools.get((dsn, role))
+        if found is None:
+            found = ConnectionPool(
+                # check: a connection a server restart killed while idle is replaced, never handed out.
+                dsn, min_size=0, max_size=POOL_SIZE, timeout=POOL_WAIT_S, open=True,
+                check=ConnectionPool.check_connection,
+                name=f"ragfr-{role}", kwargs={"autocommit": True, "application_name": f"ragfr-owui-{role}"},
+            )
+            _pools[(dsn, role)] = found
+        return found
 
 
 def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> SearchConfig:
@@ -70,6 +79,7 @@ def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> Se
         lexical_depth=max(base.lexical_depth, k),
         semantic_depth=max(base.semantic_depth, k),
         rerank=False,
+        statement_timeout_ms=STATEMENT_TIMEOUT_MS,
     )
 
 
@@ -134,6 +144,11 @@ def _search_all(
     return out
 
 
+def empty(result_type: Any, rows: int) -> Any:
+    """Open WebUI's SearchResult with no hit, one row per query vector: its normal "no results" path."""
+    return result_type(ids=[[]] * rows, documents=[[]] * rows, metadatas=[[]] * rows, distances=[[]] * rows)
+
+
 def hybrid_search(
     session: Any,
     result_type: Any,
@@ -163,14 +178,13 @@ def hybrid_search(
             collection_name=collection_name, query=query, vectors=vectors or [], filter=filter,
             limit=limit, hybrid_bm25_weight=weight,
         )
-        conns = (_connection(dsn), _connection(dsn, "lexical"))
-        try:
-            results = _search_all(*conns, **args)
-        except (psycopg.OperationalError, DatabaseError):
-            if not any(c.closed or c.broken for c in conns):
-                raise
-            _drop_connections(dsn)  # a server restart kills idle connections: retry once on fresh ones
-            results = _search_all(_connection(dsn), _connection(dsn, "lexical"), **args)
+        with pool(dsn, "main").connection() as conn, pool(dsn, "lexical").connection() as lexical_conn:
+            results = _search_all(conn, lexical_conn, **args)
+    except (PoolTimeout, SearchTimeoutError) as err:
+        # Busy or stuck: no results now (Open WebUI answers without these passages) rather than a request
+        # that hangs, and never the legacy path, which would load the whole collection on top.
+        log.warning("ragfr: no results for %s: %s", collection_name, err)
+        return empty(result_type, len(vectors or []) or 1)
     except RagfrError as err:
         log.error("ragfr: hybrid search refused for %s (%s); falling back to Open WebUI's legacy path: %s",
                   collection_name, redact(dsn), err)

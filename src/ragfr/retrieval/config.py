@@ -32,10 +32,13 @@ class SearchConfig:
     rerank: bool = True
     rerank_top_n: int = 10  # fused candidates the cross-encoder sees
     rerank_keep: int = 3  # what it keeps
+    # Every retrieval statement is cancelled past this (SET LOCAL statement_timeout, lock waits included):
+    # a search that cannot answer in time says so instead of holding a connection and a chat request.
+    statement_timeout_ms: int = 10_000
 
     def __post_init__(self) -> None:
         for name in ("k", "lexical_depth", "semantic_depth", "rrf_k", "ef_search", "max_scan_tuples",
-                     "rerank_top_n", "rerank_keep"):
+                     "rerank_top_n", "rerank_keep", "statement_timeout_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
 import psycopg
@@ -35,6 +36,11 @@ MAX_QUERY_CHARS = 8_000
 RUNBOOK = "docs/runbooks/embedding-migration.md"
 # Lexical arms running beside a vector arm. The threads mostly wait on the server (psycopg releases the GIL).
 _LEXICAL_WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ragfr-lexical")
+_ARM_MARGIN_S = 2.0
+
+
+class SearchTimeoutError(DatabaseError):
+    """A retrieval statement ran past SearchConfig.statement_timeout_ms and was cancelled."""
 
 
 class QueryEmbedder(Protocol):
@@ -113,7 +119,14 @@ def search(
                     timings["semantic"] = elapsed_ms(t)
             finally:
                 if pending is not None:  # never leave lexical_conn busy behind the caller's back
-                    lex_out = pending.result()
+                    # Its statement is cancelled by the server at statement_timeout; the margin covers the
+                    # round trip. Past it the connection is unusable and the caller's pool discards it.
+                    try:
+                        lex_out = pending.result(timeout=config.statement_timeout_ms / 1000 + _ARM_MARGIN_S)
+                    except FutureTimeout:
+                        raise SearchTimeoutError(
+                            f"the lexical arm did not answer within {config.statement_timeout_ms} ms"
+                        ) from None
             if lex_out is not None:
                 lex, arms["lexical"], timings["lexical"] = lex_out
                 arms["lexical"].searched = searched
@@ -123,6 +136,11 @@ def search(
             use_reranker = reranker is not None and config.rerank
             shown = fused[: config.rerank_top_n if use_reranker else config.k]
             rows = _fetch(conn, [doc_id for doc_id, _, _ in shown])
+    except psycopg.errors.QueryCanceled as exc:
+        raise SearchTimeoutError(
+            f"search cancelled after statement_timeout {config.statement_timeout_ms} ms "
+            f"({exc.diag.message_primary or 'canceled'})"
+        ) from exc
     except psycopg.Error as exc:
         raise DatabaseError(f"search failed: {exc.diag.message_primary or str(exc).strip()}") from exc
     hits = [
@@ -173,6 +191,7 @@ def _lexical_in_own_transaction(
     conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
 ) -> _LexicalOutcome:
     with conn.transaction():
+        conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{config.statement_timeout_ms}ms",))
         return _lexical_arm(conn, terms, filters, config)
 
 

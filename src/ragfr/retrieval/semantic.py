@@ -54,11 +54,12 @@ def apply_settings(conn: psycopg.Connection[Any], config: SearchConfig) -> dict[
     returns the value now in force), in one round trip."""
     row = conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true),"
-        " set_config('hnsw.max_scan_tuples', %s, true)",
-        (str(config.ef_search), str(config.max_scan_tuples)),
+        " set_config('hnsw.max_scan_tuples', %s, true), set_config('statement_timeout', %s, true)",
+        (str(config.ef_search), str(config.max_scan_tuples), f"{config.statement_timeout_ms}ms"),
     ).fetchone()
     assert row is not None
-    return {"ef_search": int(row[0]), "iterative_scan": row[1], "max_scan_tuples": int(row[2])}
+    return {"ef_search": int(row[0]), "iterative_scan": row[1], "max_scan_tuples": int(row[2]),
+            "statement_timeout": row[3]}
 
 
 def nearest(

@@ -1,0 +1,104 @@
+"""The Open WebUI adapter's limits: connections bounded per process whatever the number of concurrent chat
+searches, and a search that cannot finish is cancelled at the statement timeout and answered with no
+results (Open WebUI's normal path), never a hung request. Real PostgreSQL; the adapter as Open WebUI calls it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import psycopg
+import pytest
+from tests.conftest import MigratedDb
+
+from ragfr.owui import native
+
+MODEL = "ollama:stub-geometry"
+
+
+@dataclass
+class _Result:  # the fields of Open WebUI's SearchResult the adapter fills
+    ids: list[list[str]]
+    documents: list[list[str]]
+    metadatas: list[list[dict[str, Any]]]
+    distances: list[list[float]]
+
+
+class _Session:
+    """Stand-in for Open WebUI's SQLAlchemy session: the adapter only reads its URL (SQLAlchemy is not
+    installed in this venv; the real session is exercised by tests/owui/test_native.py)."""
+
+    def __init__(self, dsn: str) -> None:
+        self._url = SimpleNamespace(render_as_string=lambda hide_password: dsn)
+
+    def get_bind(self) -> Any:
+        return SimpleNamespace(url=self._url)
+
+
+@pytest.fixture
+def dsn(migrated_db: MigratedDb) -> Iterator[str]:
+    dsn = migrated_db(4, MODEL)
+    with psycopg.connect(dsn) as conn:
+        for i in range(40):
+            conn.execute(
+                "INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata, embedding_model)"
+                " VALUES (%s, %s, 'kb', %s, '{}', %s)",
+                (f"c{i:02d}", f"[{1 + i % 3},{i % 5},1,{i % 7}]", f"Le sinistre numéro {i} se déclare vite.", MODEL),
+            )
+    yield dsn
+    for p in list(native._pools.values()):
+        p.close()
+    native._pools.clear()
+
+
+def _search(dsn: str) -> Any:
+    return native.hybrid_search(
+        _Session(dsn), _Result, collection_name="kb", query="déclarer un sinistre", vectors=[[1.0, 0.5, 1.0, 0.2]],
+        filter=None, limit=5, hybrid_bm25_weight=0.5, encrypted=False,
+    )
+
+
+def test_64_concurrent_searches_never_open_more_than_the_pools_allow(dsn: str, monkeypatch) -> None:
+    monkeypatch.setattr(native, "POOL_SIZE", 3)
+    results: list[Any] = []
+    peak = [0]
+    running = threading.Event()
+    running.set()
+
+    def watch() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while running.is_set():
+                n = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'ragfr-owui-%'"
+                                 " AND datname = current_database()").fetchone()[0]  # type: ignore[index]
+                peak[0] = max(peak[0], n)
+                time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    threads = [threading.Thread(target=lambda: results.append(_search(dsn))) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    running.clear()
+    watcher.join()
+    assert len(results) == 64 and all(r is not None and len(r.ids[0]) == 5 for r in results)
+    assert 2 <= peak[0] <= 2 * 3, f"{peak[0]} connections for pools of 3 (main + lexical)"
+
+
+def test_a_stuck_search_is_cancelled_at_the_timeout_with_no_results(dsn: str, monkeypatch, caplog) -> None:
+    monkeypatch.setattr(native, "STATEMENT_TIMEOUT_MS", 500)
+    with psycopg.connect(dsn) as blocker:
+        blocker.execute("LOCK TABLE document_chunk IN ACCESS EXCLUSIVE MODE")  # e.g. a migration gone wrong
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="ragfr.owui"):
+            result = _search(dsn)
+        took = time.monotonic() - started
+    assert result is not None and result.ids == [[]]  # Open WebUI's "no results", not the legacy path
+    assert took < 5, f"the search took {took:.1f} s"
+    assert any("cancelled after statement_timeout 500 ms" in r.getMessage() for r in caplog.records)

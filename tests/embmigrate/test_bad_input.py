@@ -31,6 +31,9 @@ def _one_line_error(err: str) -> str:
         (["--to", "cohere:embed"], "unknown embedder backend"),
         (["--to", TARGET, "--dims", "512"], "--dims 512 disagrees with local:multilingual-e5-small"),
         (["--to", TARGET, "--batch", "0"], "--batch must be between"),
+        # Judged by the server before any work (it used to fail at the index build, after the backfill).
+        (["--to", TARGET, "--maintenance-work-mem", "12 apples"], "--maintenance-work-mem '12 apples': invalid value"),
+        (["--to", TARGET, "--maintenance-work-mem", "1kB"], "--maintenance-work-mem '1kB': 1 kB is outside the valid"),
     ],
 )
 def test_bad_model_or_dims_is_refused_and_nothing_changes(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from tests.support.embmigrate import TARGET, Snapshot, run_cli, snapshot
+from tests.support.embmigrate import TARGET, Snapshot, owui_insert, run_cli, snapshot
 
 N = 20
 BATCH = "8"  # 3 batches: kill points inside the 2nd one fall between committed work
@@ -95,3 +95,51 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(source_db: Callable[[int]
     final = snapshot(dsn)
     assert final == reference
     assert final["state"] == [("switched", N, 0)]  # each row written once, however the run was cut
+
+
+# Rollback after the switch: rows Open WebUI wrote in the new space only are re-embedded with the old model
+# (batches of the PREV slot), then the swap back commits.
+ROLLBACK_POINTS = ["rollback-before-write:1", "rollback-before-commit:1", "rollback-after-commit:1",
+                   "rollback-swap-before-commit"]
+_rolled_back: dict[str, Snapshot] = {}
+NEW_SPACE_ONLY = [(f"after-switch-{i}", f"Un avenant ajouté après la bascule, numéro {i}.") for i in range(3)]
+
+
+def _switched_with_new_rows(source_db: Callable[[int], str]) -> str:
+    dsn = source_db(N)
+    _migrate(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        owui_insert(conn, NEW_SPACE_ONLY, spec=TARGET)
+    return dsn
+
+
+def _rollback(dsn: str, kill_at: str | None = None) -> int:
+    env = {"RAGFR_EMBMIGRATE_KILL_AT": kill_at} if kill_at else {}
+    proc = run_cli(["embeddings", "rollback", "--dsn", dsn, "--batch", BATCH, "--no-progress"], env=env)
+    if kill_at is None:
+        assert proc.returncode == 0, proc.stderr
+    return proc.returncode
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ROLLBACK_POINTS)
+def test_kill_9_during_rollback_then_rerun_equals_an_uninterrupted_rollback(
+    source_db: Callable[[int], str], point: str
+) -> None:
+    if "done" not in _rolled_back:
+        reference_dsn = _switched_with_new_rows(source_db)
+        _rollback(reference_dsn)
+        _rolled_back["done"] = snapshot(reference_dsn)
+    reference = _rolled_back["done"]
+    assert reference["space"] == ("local:use-multilingual", 512)
+    dsn = _switched_with_new_rows(source_db)
+    assert _rollback(dsn, point) == -9
+    _wait_for_backends_gone(dsn)
+    killed = snapshot(dsn)
+    assert killed["space"] == (TARGET, 384)  # the swap back had not committed
+    _rollback(dsn)
+    final = snapshot(dsn)
+    assert final["rows"] == reference["rows"] and final["space"] == reference["space"]
+    assert final["columns"] == reference["columns"] and final["indexes"] == reference["indexes"]
+    assert final["state"][0][0] == "rolled_back"
+    assert final["state"][0][2] == len(NEW_SPACE_ONLY)  # each new-space-only row re-embedded exactly once

@@ -75,6 +75,17 @@ def check_options(opts: MigrateOptions) -> None:
     _ = opts.budget  # validates --lock-timeout / --lock-wait
 
 
+def check_server_settings(conn: psycopg.Connection, opts: MigrateOptions) -> None:
+    """Values only the server can judge, judged before any work: a bad --maintenance-work-mem used to
+    surface at the index build, after the whole backfill."""
+    try:
+        with conn.transaction():
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (opts.maintenance_work_mem,))
+    except psycopg.errors.InvalidParameterValue as exc:
+        raise ConfigError(f"--maintenance-work-mem {opts.maintenance_work_mem!r}: {exc.diag.message_primary}; "
+                          "give a size such as 256MB or 1GB (at least 1MB)") from None
+
+
 CMD = "ragfr embeddings"
 
 
@@ -143,6 +154,7 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
     target = parse_spec(opts.to).model_id
     with open_connection(opts.dsn) as conn:
         catalog.require_schema(conn)
+        check_server_settings(conn, opts)
         with lock.migration_lock(conn):
             space = read_space(conn)
             current = state.open_migration(conn)
@@ -382,7 +394,7 @@ def rollback(
                 def abort(c: psycopg.Connection) -> None:
                     ddl.drop_columns(c, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
                     state.set_phase(c, current.id, "rolled_back")
-                    kill_point("rollback-before-commit")
+                    kill_point("rollback-drop-before-commit")
 
                 ddl.in_locked_transaction(conn, "rollback", abort, budget)
                 say(f"rolled back migration #{current.id} before its switch: {current.from_model} stays live")
@@ -424,7 +436,7 @@ def _rollback_switched(
         swap.lock_table(c)
         swap.back(c, from_model=current.from_model, from_dims=current.from_dims, live_not_null=live.not_null)
         state.set_phase(c, current.id, "rolled_back")
-        kill_point("rollback-before-commit")
+        kill_point("rollback-swap-before-commit")
 
     stop.checkpoint()
     ddl.in_locked_transaction(conn, "rollback", work, budget)

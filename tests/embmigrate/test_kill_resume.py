@@ -4,6 +4,9 @@ vector for vector, with every row embedded exactly once (the progress counter pr
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -143,3 +146,31 @@ def test_kill_9_during_rollback_then_rerun_equals_an_uninterrupted_rollback(
     assert final["columns"] == reference["columns"] and final["indexes"] == reference["indexes"]
     assert final["state"][0][0] == "rolled_back"
     assert final["state"][0][2] == len(NEW_SPACE_ONLY)  # each new-space-only row re-embedded exactly once
+
+
+@pytest.mark.slow
+def test_a_connection_lost_mid_backfill_is_one_line_and_the_rerun_resumes(source_db: Callable[[int], str]) -> None:
+    """What a database restart looks like to the migrator: its backend ends between two batches."""
+    reference = _reference_state(source_db)
+    dsn = source_db(N)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ragfr", "embeddings", "migrate", "--dsn", dsn, "--to", TARGET, "--batch", BATCH,
+         "--no-progress"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "2"},
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            exists = conn.execute("SELECT to_regclass('ragfr_embedding_migration') IS NOT NULL").fetchone()
+            done = exists and exists[0] and conn.execute(
+                "SELECT coalesce(max(rows_embedded), 0) FROM ragfr_embedding_migration").fetchone()
+            if done and done[0] > 0:
+                break
+            time.sleep(0.1)
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ragfr-embeddings'")
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 2 and "Traceback" not in err, err
+    assert "ragfr: error: lost the database connection" in err and "re-run the same command to resume" in err
+    _migrate(dsn)
+    final = snapshot(dsn)
+    assert final == reference and final["state"] == [("switched", N, 0)]

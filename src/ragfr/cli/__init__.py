@@ -8,6 +8,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+import psycopg
+
 from ragfr import __version__
 from ragfr.cli import ask, datasets, embeddings, ingest, migrate, owui, search
 from ragfr.cli import eval as eval_cmd
@@ -57,6 +59,13 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("ragfr: interrupted", file=sys.stderr)
         return 130
+    except psycopg.OperationalError as err:
+        # The server went away mid-command (restart, failover, a terminated backend). Every command commits
+        # its work in steps, so what was committed stays and the same command resumes from there.
+        reason = (str(err).strip().splitlines() or ["connection lost"])[0]
+        print(f"ragfr: error: lost the database connection ({reason}); work committed so far is kept: "
+              "re-run the same command to resume", file=sys.stderr)
+        return 2
     sys.stdout.flush()  # inside the try: a pipe closed early breaks here, not in the interpreter's exit
     return rc
 

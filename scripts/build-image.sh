@@ -40,7 +40,7 @@ fi
 ctx="$BUILD/image-context"
 rm -rf "$ctx"; mkdir -p "$ctx"
 cp "$ROOT"/images/ragdb/{Containerfile,pgvector.lock,fetch-pgvector.sh,build-pgvector.sh,avx512-allowlist.txt} "$ctx/"
-cp "$ROOT"/images/ragdb/{apt-trixie-src.sources,initdb-extensions.sql,smoke.sh,smoke.sql} "$ctx/"
+cp "$ROOT"/images/ragdb/{apt-trixie-src.sources,initdb-extensions.sql,smoke.sh,smoke.sql,docker-entrypoint.sh} "$ctx/"
 cp "$ROOT/tools/ragfr_tools/build/avx512_scan.py" "$ctx/"
 key="$( (cd "$ctx" && cat ./*; echo "$base $apt_target") | sha256sum | cut -c1-12)"
 tag="${tag:-localhost/ragdb:$key}"

@@ -13,6 +13,8 @@ BOOKWORM_PKGS=(
   postgresql-15 postgresql-server-dev-15 postgresql-contrib postgresql-client-15
   build-essential binutils dpkg-dev ca-certificates
   podman debootstrap runc uidmap catatonit containernetworking-plugins
+  # A real OCI registry on loopback for the images-push test (distribution 2.8; its service is never started).
+  docker-registry
 )
 # qemu-user 10 (static-pie /usr/bin/qemu-x86_64): bookworm's 7.2 segfaults running the postmaster.
 BACKPORTS_PKGS=(qemu-user)

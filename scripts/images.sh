@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Every image the chart names, built, saved or pushed under the references the chart renders.
+#   scripts/images.sh build          build ragfr/ragdb, ragfr/ragfr, ragfr/owui-init, run each image's smoke test,
+#                                    tag them <name>:<appVersion of charts/ragfr/Chart.yaml>, print reference + ID
+#   scripts/images.sh save DIR       one OCI archive per image in DIR + DIR/SHA256SUMS (air-gapped sites,
+#                                    `k3s ctr images import`)
+#   scripts/images.sh push REGISTRY  push to REGISTRY/<name>:<appVersion>, the references the chart renders with
+#                                    global.imageRegistry=REGISTRY; prints each manifest digest
+#   scripts/images.sh list           the three local references, one a line
+#   scripts/images.sh ids            the three local references with their image IDs (as `build` ends)
+# Env: IMAGES_BASE (default: the project's debootstrap Debian 12 minbase, no registry needed; set it to
+# "official" to build on the Containerfiles' public bases), IMAGES_TLS_VERIFY (push; default true),
+# IMAGES_SKIP_SMOKE=1 (build without the smoke tests; never in CI).
+set -euo pipefail
+ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
+MINBASE="localhost/ragfr-bookworm-minbase:1"
+NAMES=(ragdb ragfr owui-init)
+
+app_version() {
+  sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$ROOT/charts/ragfr/Chart.yaml"
+}
+VERSION="$(app_version)"
+[[ -n "$VERSION" ]] || { echo "images: no appVersion in charts/ragfr/Chart.yaml" >&2; exit 2; }
+# podman stores an unqualified name under localhost/; the chart's default references are ragfr/<name>.
+ref() { echo "localhost/ragfr/$1:$VERSION"; }
+
+require_built() {
+  local name
+  for name in "${NAMES[@]}"; do
+    "${PODMAN[@]}" image exists "$(ref "$name")" || { echo "images: $(ref "$name") not built: run make images" >&2; exit 3; }
+  done
+}
+
+build() {
+  local base_args=() ragdb_args=(--local-base) tag t0
+  if [[ "${IMAGES_BASE:-}" == official ]]; then
+    ragdb_args=()
+  else
+    # build-image.sh --local-base makes the minbase when it is missing; the other two reuse it.
+    base_args=(--base "${IMAGES_BASE:-$MINBASE}")
+  fi
+  t0=$SECONDS
+  tag="$(bash "$ROOT/scripts/build-image.sh" "${ragdb_args[@]}" | tail -1)"
+  "${PODMAN[@]}" tag "$tag" "$(ref ragdb)"
+  echo "images: ragdb built ($tag, $((SECONDS - t0)) s)" >&2
+  t0=$SECONDS
+  tag="$(bash "$ROOT/images/ragfr/build.sh" "${base_args[@]}" | tail -1)"
+  "${PODMAN[@]}" tag "$tag" "$(ref ragfr)"
+  echo "images: ragfr built ($tag, $((SECONDS - t0)) s)" >&2
+  t0=$SECONDS
+  tag="$(bash "$ROOT/images/owui-init/build.sh" "${base_args[@]}" | tail -1)"
+  "${PODMAN[@]}" tag "$tag" "$(ref owui-init)"
+  echo "images: owui-init built ($tag, $((SECONDS - t0)) s)" >&2
+  if [[ "${IMAGES_SKIP_SMOKE:-}" != 1 ]]; then
+    t0=$SECONDS
+    bash "$ROOT/scripts/image-smoke.sh" "$(ref ragdb)" >&2
+    bash "$ROOT/images/ragfr/smoke-host.sh" "$(ref ragfr)" >&2
+    bash "$ROOT/images/owui-init/smoke.sh" "$(ref owui-init)" >&2
+    echo "images: smoke tests passed ($((SECONDS - t0)) s)" >&2
+  fi
+  list_ids
+}
+
+list_ids() {
+  local name
+  for name in "${NAMES[@]}"; do
+    printf '%s %s\n' "$(ref "$name")" "$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$(ref "$name")")"
+  done
+}
+
+save() {
+  local dir="${1:?usage: images.sh save DIR}" name file
+  require_built
+  mkdir -p "$dir"
+  for name in "${NAMES[@]}"; do
+    file="$name-$VERSION.oci.tar"
+    rm -f "$dir/$file"
+    # The archive names the image as containerd resolves the chart's default reference ragfr/<name>:<version>
+    # (docker.io/ragfr/<name>:<version>), so `k3s ctr images import` makes it usable as rendered.
+    "${PODMAN[@]}" tag "$(ref "$name")" "docker.io/ragfr/$name:$VERSION"
+    "${PODMAN[@]}" save --quiet --format oci-archive -o "$dir/$file" "docker.io/ragfr/$name:$VERSION" >&2
+    "${PODMAN[@]}" untag "$(ref "$name")" "docker.io/ragfr/$name:$VERSION"
+    echo "images: wrote $dir/$file" >&2
+  done
+  (cd "$dir" && sha256sum "${NAMES[@]/%/-$VERSION.oci.tar}" >SHA256SUMS)
+  echo "images: $dir/SHA256SUMS"
+  cat "$dir/SHA256SUMS"
+}
+
+push() {
+  local registry="${1:?usage: images.sh push REGISTRY (host:port, as global.imageRegistry)}" name dest digest
+  registry="${registry%/}"
+  require_built
+  for name in "${NAMES[@]}"; do
+    dest="$registry/ragfr/$name:$VERSION"
+    digest="$(mktemp)"
+    "${PODMAN[@]}" push --quiet --tls-verify="${IMAGES_TLS_VERIFY:-true}" --digestfile "$digest" "$(ref "$name")" \
+      "docker://$dest" >&2
+    printf '%s %s\n' "$dest" "$(cat "$digest")"
+    rm -f "$digest"
+  done
+}
+
+case "${1:-}" in
+  build) build ;;
+  save) save "${2:-}" ;;
+  push) push "${2:-}" ;;
+  list) for n in "${NAMES[@]}"; do ref "$n"; done ;;
+  ids) list_ids ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+esac

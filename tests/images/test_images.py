@@ -1,0 +1,175 @@
+"""`make images`, `make images-save` and `make images-push` (scripts/images.sh) against what the chart renders.
+
+Needs the three images built (`make images`, which `make test` runs before pytest): a missing image fails here
+with that instruction, never a skip. The push test uses a REAL registry: Debian 12's docker-registry
+(distribution 2.8), started on a free loopback port with its own config and stopped afterwards. Pulls and loads
+go into a separate, temporary podman storage so that the images compared really came back from the registry or
+the archive, not from the local store.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import tarfile
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support.chart import CHART, render
+from tests.support.paths import REPO
+
+PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+NAMES = ("ragdb", "ragfr", "owui-init")
+APP_VERSION = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
+
+
+def images_sh(*args: str, env: dict[str, str] | None = None) -> str:
+    import os
+
+    done = subprocess.run(["bash", str(REPO / "scripts" / "images.sh"), *args], capture_output=True, text=True,
+                          timeout=1200, env={**os.environ, **(env or {})})
+    assert done.returncode == 0, f"images.sh {' '.join(args)} failed:\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+def local_id(reference: str) -> str:
+    done = subprocess.run([*PODMAN, "image", "inspect", "--format", "{{.Id}}", reference],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, f"{reference} is not built: run `make images` first"
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, str]:
+    """name -> image ID of the three local images under the references `make images` tags."""
+    return {n: local_id(f"localhost/ragfr/{n}:{APP_VERSION}") for n in NAMES}
+
+
+@pytest.fixture()
+def scratch_store() -> Iterator[list[str]]:
+    """podman with its own storage: what is pulled or loaded there cannot come from the local store."""
+    # (podman refuses a runroot path longer than 50 characters: pytest's tmp_path is too long.)
+    root = Path(tempfile.mkdtemp(prefix="ragfr-img-"))
+    cmd = [*PODMAN, "--root", str(root / "root"), "--runroot", str(root / "run")]
+    yield cmd
+    subprocess.run([*cmd, "rmi", "--all", "--force"], capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def check(cmd: list[str]) -> str:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{' '.join(cmd[7:])} failed: {done.stderr.strip()[-1500:]}"
+    return done.stdout
+
+
+def chart_references(values: dict[str, object] | None = None) -> set[str]:
+    refs = set()
+    for doc in render(values):
+        spec = doc["spec"]["template"]["spec"] if doc["kind"] in ("Deployment", "StatefulSet", "Job") else (
+            doc["spec"] if doc["kind"] == "Pod" else None)
+        for c in (spec or {}).get("initContainers", []) + (spec or {}).get("containers", []):
+            if "/ragfr/" in f"/{c['image']}":
+                refs.add(c["image"])
+    return refs
+
+
+def test_chart_default_references_are_the_built_tags(built: dict[str, str]) -> None:
+    listed = images_sh("list").split()
+    assert listed == [f"localhost/ragfr/{n}:{APP_VERSION}" for n in NAMES]
+    # podman stores ragfr/<name> under localhost/; the chart's references are the same names unqualified.
+    assert chart_references() == {r.removeprefix("localhost/") for r in listed}
+
+
+def test_ids_are_the_local_images(built: dict[str, str]) -> None:
+    # `make images` ends with these lines (scripts/images.sh build calls the same `ids`).
+    out = images_sh("ids")
+    assert out.splitlines() == [f"localhost/ragfr/{n}:{APP_VERSION} {built[n]}" for n in NAMES]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture()
+def registry(tmp_path: Path) -> Iterator[str]:
+    binary = shutil.which("docker-registry")
+    assert binary, "docker-registry is not installed (make setup-apt installs it from bookworm)"
+    port = free_port()
+    config = tmp_path / "registry.yml"
+    config.write_text(
+        "version: 0.1\nlog: {level: warn}\n"
+        f"storage: {{filesystem: {{rootdirectory: {tmp_path / 'registry-data'}}}}}\n"
+        f"http: {{addr: 127.0.0.1:{port}}}\n")
+    proc = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"http://{address}/v2/", timeout=2).close()
+            break
+        except OSError:
+            assert proc.poll() is None, "docker-registry exited before answering"
+            assert time.monotonic() < deadline, "docker-registry did not answer in 30 s"
+            time.sleep(0.2)
+    yield address
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def registry_digest(address: str, repository: str, tag: str) -> str:
+    request = urllib.request.Request(f"http://{address}/v2/{repository}/manifests/{tag}", method="HEAD", headers={
+        "Accept": "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(response.headers["Docker-Content-Digest"])
+
+
+def test_push_to_a_real_registry_then_pull_back(built: dict[str, str], registry: str,
+                                                scratch_store: list[str]) -> None:
+    out = images_sh("push", registry, env={"IMAGES_TLS_VERIFY": "false"})
+    pushed = dict(line.split() for line in out.strip().splitlines())
+    # The destinations are exactly what the chart renders with global.imageRegistry set to the registry.
+    assert set(pushed) == chart_references({"global": {"imageRegistry": registry}})
+    for name in NAMES:
+        dest = f"{registry}/ragfr/{name}:{APP_VERSION}"
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", pushed[dest])
+        assert registry_digest(registry, f"ragfr/{name}", APP_VERSION) == pushed[dest]
+        check([*scratch_store, "pull", "--quiet", "--tls-verify=false", dest])
+        info = json.loads(check([*scratch_store, "image", "inspect", dest]))[0]
+        assert info["Id"] == built[name], f"{dest}: pulled image differs from the local one"
+        assert f"{registry}/ragfr/{name}@{pushed[dest]}" in info["RepoDigests"]
+
+
+def test_save_writes_oci_archives_that_load_back(built: dict[str, str], tmp_path: Path,
+                                                 scratch_store: list[str]) -> None:
+    out_dir = tmp_path / "out"
+    images_sh("save", str(out_dir))
+    files = sorted(p.name for p in out_dir.iterdir())
+    assert files == sorted(["SHA256SUMS", *(f"{n}-{APP_VERSION}.oci.tar" for n in NAMES)])
+    subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=out_dir, check=True)
+    for name in NAMES:
+        archive = out_dir / f"{name}-{APP_VERSION}.oci.tar"
+        with tarfile.open(archive) as tar:
+            member = tar.extractfile("index.json")
+            assert member is not None
+            index = json.load(member)
+        # containerd (k3s ctr images import) names the image from this annotation: the chart's reference.
+        assert index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"] == \
+            f"docker.io/ragfr/{name}:{APP_VERSION}"
+        check([*scratch_store, "load", "--quiet", "-i", str(archive)])
+        loaded = check([*scratch_store, "image", "inspect", "--format", "{{.Id}}",
+                        f"docker.io/ragfr/{name}:{APP_VERSION}"]).strip()
+        assert loaded == built[name]
+    # Saving must not leave the temporary docker.io names in the local store.
+    listed = subprocess.run([*PODMAN, "images", "--format", "{{.Repository}}"], capture_output=True, text=True).stdout
+    assert "docker.io/ragfr/" not in listed

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from tests.support.chart import CHART, render
 from tests.support.paths import REPO
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,11 +16,13 @@ from tests.support.chart import (
     Doc,
     containers,
     env_of,
+    error_line,
     example_values,
     one,
     pod_specs,
     render,
 )
+from tests.support.paths import REPO
 
 from ragfr.cli import build_parser
 
@@ -342,3 +345,44 @@ def test_scripts_configmap_ships_every_script_it_mounts() -> None:
     cm = one(render(), "ConfigMap", "-scripts")
     for name, body in cm["data"].items():
         assert body.strip() and body == (CHART / "files" / name).read_text().rstrip("\n"), name
+
+
+def dshm_limit(values: dict[str, Any]) -> str:
+    sts = one(render(values), "StatefulSet", "ragdb")
+    spec = sts["spec"]["template"]["spec"]
+    [mount] = [m for m in spec["containers"][0]["volumeMounts"] if m["mountPath"] == "/dev/shm"]
+    [volume] = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert volume["emptyDir"]["medium"] == "Memory"
+    return str(volume["emptyDir"]["sizeLimit"])
+
+
+def test_ragdb_dev_shm_holds_a_parallel_index_build() -> None:
+    # maintenance_work_mem (PostgreSQL units; a bare number is kB) + 128Mi for parallel queries.
+    assert dshm_limit({}) == "640Mi"
+    assert dshm_limit({"ragdb": {"settings": {"maintenance_work_mem": "1GB"}}}) == "1152Mi"
+    assert dshm_limit({"ragdb": {"settings": {"maintenance_work_mem": "2048kB"}}}) == "130Mi"
+    assert dshm_limit({"ragdb": {"settings": {"maintenance_work_mem": "2049"}}}) == "131Mi"
+    assert error_line({"ragdb": {"settings": {"maintenance_work_mem": "1.5GB"}}}) == (
+        'ragdb.settings.maintenance_work_mem="1.5GB": give a PostgreSQL memory size such as 512MB or 1GB')
+
+
+def test_open_webui_data_outlives_uninstall() -> None:
+    pvc = one(render({}), "PersistentVolumeClaim", "openwebui-data")
+    assert pvc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+def test_open_webui_tag_must_be_the_version_the_patch_was_made_for() -> None:
+    manifest = json.loads((REPO / "patches" / "open-webui" / "manifest.json").read_text())
+    version = manifest["open_webui_version"]
+    chart_meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart_meta["annotations"]["ragfr.io/open-webui-version"] == version
+    assert one(render({}), "Deployment", "openwebui")["spec"]["template"]["spec"]["containers"][0]["image"] \
+        .endswith(f":v{version}")
+    for tag in (f"v{version}", version, f"v{version}-cuda"):
+        render({"openwebui": {"image": {"tag": tag}}})
+    for tag in ("v0.12.5", f"v{version}0", "main"):
+        assert error_line({"openwebui": {"image": {"tag": tag}}}) == (
+            f"openwebui.image.tag={tag} is not Open WebUI {version}, the only version the French patch applies to "
+            f"(patches/open-webui/manifest.json): use tag v{version} or set openwebui.patch.enabled=false")
+    # Without the patch any stock version may run.
+    render({"openwebui": {"image": {"tag": "v0.13.0"}, "patch": {"enabled": False}}})

@@ -98,3 +98,25 @@ sslmode: require
 {{- define "ragfr.db.writerModelQuery" -}}
 {{- printf "options=%s" (printf "-c ragfr.writer_model=ollama:%s" .Values.embedding.model | urlquery | replace "+" "%20") -}}
 {{- end -}}
+
+{{/*
+/dev/shm for ragdb: maintenance_work_mem (PostgreSQL units: kB, MB, GB, TB; a bare number is kB) plus 128Mi
+for parallel queries' shared hash tables, in Mi. Anything else fails with one sentence.
+*/}}
+{{- define "ragfr.shmSizeLimit" -}}
+{{- $s := toString . | trim -}}
+{{- $num := regexFind "^[0-9]+" $s -}}
+{{- $unit := trimPrefix $num $s | trim -}}
+{{- $n := int64 (default "0" $num) -}}
+{{- $mib := 0 -}}
+{{- if not $num -}}
+{{- fail (printf "ragdb.settings.maintenance_work_mem=%q: give a PostgreSQL memory size such as 512MB or 1GB" $s) -}}
+{{- else if eq $unit "TB" -}}{{- $mib = mul $n 1048576 -}}
+{{- else if eq $unit "GB" -}}{{- $mib = mul $n 1024 -}}
+{{- else if eq $unit "MB" -}}{{- $mib = $n -}}
+{{- else if or (eq $unit "kB") (eq $unit "") -}}{{- $mib = div (add $n 1023) 1024 -}}
+{{- else -}}
+{{- fail (printf "ragdb.settings.maintenance_work_mem=%q: give a PostgreSQL memory size such as 512MB or 1GB" $s) -}}
+{{- end -}}
+{{- printf "%dMi" (add $mib 128) -}}
+{{- end -}}

@@ -32,6 +32,18 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- if and (eq $v.openwebui.reranker.source "image") (not (and $v.openwebui.reranker.image.repository $v.openwebui.reranker.image.tag)) -}}
 {{- fail "openwebui.reranker.source=image needs openwebui.reranker.image.repository and .tag" -}}
 {{- end -}}
+{{- if $v.openwebui.patch.enabled -}}
+{{- $manifest := .Files.Get "files/open-webui-patch-manifest.json" | fromJson -}}
+{{- $want := toString (get $manifest "open_webui_version") -}}
+{{- if not $want -}}
+{{- fail "files/open-webui-patch-manifest.json (a link to patches/open-webui/manifest.json) is missing from the chart: package it from a checkout" -}}
+{{- end -}}
+{{- $tag := toString $v.openwebui.image.tag -}}
+{{- /* "latest" has its own message (ragfr.image). */ -}}
+{{- if and (ne $tag "latest") (not (regexMatch (printf "^v?%s(-[A-Za-z0-9._]+)?$" (replace "." "\\." $want)) $tag)) -}}
+{{- fail (printf "openwebui.image.tag=%s is not Open WebUI %s, the only version the French patch applies to (patches/open-webui/manifest.json): use tag v%s or set openwebui.patch.enabled=false" $tag $want $want) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq $v.database.mode "cnpg") (ne $v.database.ragfr.user $v.database.openwebui.user) -}}
 {{- fail "database.mode=cnpg: the CloudNativePG owner role owns both databases, so database.openwebui.user must equal database.ragfr.user" -}}
 {{- end -}}

@@ -15,3 +15,6 @@ images-save: ## OCI archives of the three images + SHA256SUMS in DIR (air-gapped
 images-push: ## push the three images to REGISTRY=host:port (= the chart's global.imageRegistry); prints digests
 	@test -n "$(REGISTRY)" || { echo "images-push: set REGISTRY=host:port (the value of global.imageRegistry)"; exit 2; }
 	bash scripts/images.sh push "$(REGISTRY)"
+
+cluster-smoke: ## run the rendered default chart's workloads with podman in Kubernetes order (needs `make images`)
+	$(PY) -m ragfr_tools.kubesim.smoke --example default

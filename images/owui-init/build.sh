@@ -22,7 +22,8 @@ done
 ctx="$ROOT/.build/owui-init-context"
 rm -rf "$ctx"; mkdir -p "$ctx/patches"
 cp "$ROOT/images/owui-init/Containerfile" "$ROOT/images/owui-init/site-requirements.txt" "$ctx/"
-(cd "$ROOT/src" && tar --exclude=__pycache__ -cf - ragfr) | tar -C "$ctx" -xf -
+# -h: src/ragfr/migrations is a link to the repository's migrations/; the image needs the files themselves.
+(cd "$ROOT/src" && tar --exclude=__pycache__ -chf - ragfr) | tar -C "$ctx" -xf -
 cp -R "$ROOT/patches/open-webui" "$ctx/patches/"
 if [[ $context_only == 1 ]]; then echo "$ctx"; exit 0; fi
 # Wheels for CPython 3.11 / manylinux x86-64 (the stock image's), fetched by the host's pip.

@@ -51,7 +51,13 @@ def main() -> None:
     site_src, site_dst = Path(os.environ["SITE_SOURCE"]), Path(os.environ["SITE_TARGET"])
     if not site_src.is_dir():
         sys.exit(f"apply-patch: {site_src} (ragfr + nltk for Open WebUI) is missing from the owui-init image")
-    shutil.copytree(site_src, site_dst, dirs_exist_ok=True)
+    # Entry by entry: copytree(site_src, site_dst) would also copy the source's mode and times onto site_dst,
+    # the emptyDir itself, which belongs to root (mode 0777) and so refuses that to this non-root user.
+    for entry in site_src.iterdir():
+        if entry.is_dir():
+            shutil.copytree(entry, site_dst / entry.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(entry, site_dst / entry.name)
     print(f"apply-patch: patched {len(files)} files, marker written, site copied to {site_dst}")
 
 

@@ -1,0 +1,1 @@
+"""The rendered Helm chart run with podman: translation (pods), execution (runner), the smoke (smoke)."""

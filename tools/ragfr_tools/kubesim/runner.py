@@ -1,0 +1,218 @@
+"""Runs pods translated by `pods` with podman, in the order the caller asks, and removes all it created.
+
+Every object is named `<prefix>-...` so that a shared machine's other containers, pods and volumes are never
+touched: teardown removes exactly the names recorded here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragfr_tools.kubesim import pods as kp
+
+PODMAN = ("podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file")
+LOG_LINES = 15
+
+
+class SmokeFailure(RuntimeError):
+    """A stage failed; the message names the workload, the container and its last log lines."""
+
+
+@dataclass
+class Stage:
+    name: str
+    seconds: float
+
+
+@dataclass
+class Cluster:
+    """The rendered chart's objects, and the podman objects made from them so far."""
+
+    manifests: Sequence[kp.Manifest]
+    prefix: str
+    workdir: Path
+    image_map: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] | None = None
+    hosts: dict[str, str] = field(default_factory=dict)  # Service name -> pod IP
+    pods: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)
+    last_logs: str = ""  # output of the last container run to completion
+
+    def __post_init__(self) -> None:
+        self.objects = kp.index(self.manifests)
+        # A pod's infra container gets podman's default rlimits, which this machine's hard limits refuse;
+        # only containers.conf sets them (ENGINEERING-NOTES).
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "containers.conf"
+        conf.write_text('[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n')
+        self.env = {**os.environ, **(self.env or {}), "CONTAINERS_CONF": str(conf)}
+
+    # -- podman ---------------------------------------------------------------------------------------------
+    def podman(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*PODMAN, *args], capture_output=True, text=True, timeout=timeout, env=self.env)
+        if check and done.returncode != 0:
+            raise SmokeFailure(f"podman {' '.join(args[:3])} ...: {done.stderr.strip()[-400:]}")
+        return done
+
+    def logs(self, container: str) -> str:
+        out = self.podman("logs", container, check=False)
+        lines = (out.stdout + out.stderr).strip().splitlines()
+        return "\n".join(f"    {line}" for line in lines[-LOG_LINES:]) or "    (no output)"
+
+    def image(self, reference: str) -> str:
+        image = self.image_map.get(reference, reference)
+        if self.podman("image", "exists", image, check=False).returncode != 0:
+            raise SmokeFailure(f"image {image} (rendered as {reference}) is not in local storage: `make images` "
+                               f"builds ragfr/ragdb, ragfr/ragfr and ragfr/owui-init with the chart's appVersion")
+        return image
+
+    # -- one pod --------------------------------------------------------------------------------------------
+    def workload(self, kind: str, name: str) -> kp.Pod:
+        obj = self.objects.get((kind, name))
+        if obj is None:
+            raise SmokeFailure(f"{kind}/{name} is not in the rendered chart")
+        return kp.pod_of(obj, self.objects)
+
+    def _prepare_volumes(self, pod: kp.Pod, pod_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+        paths: dict[str, str] = {}
+        claims: dict[str, str] = {}
+        for vol in pod.volumes.values():
+            if vol.kind == "persistentVolumeClaim":
+                claims[vol.ref] = self._claim(vol.ref, pod.fs_group)
+            elif vol.kind == "emptyDir" and vol.memory:
+                continue
+            else:
+                d = pod_dir / vol.name
+                d.mkdir(parents=True)
+                if vol.kind == "emptyDir":
+                    d.chmod(0o777)
+                for key, text in vol.files.items():
+                    (d / key).write_text(text)
+                    (d / key).chmod(vol.mode)
+                if vol.kind != "emptyDir":
+                    d.chmod(0o755)
+                paths[vol.name] = str(d)
+        return paths, claims
+
+    def _claim(self, claim: str, fs_group: int | None) -> str:
+        name = f"{self.prefix}-pvc-{claim}"
+        if name not in self.volumes:
+            self.podman("volume", "create", name)
+            self.volumes.append(name)
+            mountpoint = self.podman("volume", "inspect", "--format", "{{.Mountpoint}}", name).stdout.strip()
+            if fs_group is not None:
+                os.chown(mountpoint, 0, fs_group)
+                os.chmod(mountpoint, 0o2775)
+        return name
+
+    def start(self, pod: kp.Pod, *, wait_ready: float = 300, run_to_completion: bool = False,
+              only_init: Sequence[str] | None = None) -> str:
+        """Creates the pod, runs its init containers one by one, then its containers; returns the pod IP.
+
+        run_to_completion: a Job's or a test hook's pod (containers in the foreground, exit status checked).
+        only_init: run just these init containers, in the pod's order, and no container (a partial pod).
+        """
+        started = time.monotonic()
+        pod_name = f"{self.prefix}-{pod.name}"
+        pod_dir = self.workdir / pod.name
+        if pod_dir.exists():
+            shutil.rmtree(pod_dir)
+        pod_dir.mkdir(parents=True)
+        paths, claims = self._prepare_volumes(pod, pod_dir)
+        create = ["pod", "create", "--name", pod_name, "--hostname", pod.name]
+        for host, ip in sorted(self.hosts.items()):
+            create += ["--add-host", f"{host}:{ip}"]
+        self.podman(*create)
+        self.pods.append(pod_name)
+        self.podman("pod", "start", pod_name)
+        ip = self._pod_ip(pod_name)
+        for c in pod.init_containers:
+            if only_init is None or c.name in only_init:
+                self._run(pod, c, pod_name, paths, claims, detach=False, what="init container")
+        if only_init is not None:
+            missing = sorted(set(only_init) - {c.name for c in pod.init_containers})
+            if missing:
+                raise SmokeFailure(f"{pod.workload}: no init container named {', '.join(missing)}")
+            self.stages.append(Stage(f"{pod.workload} (init containers {', '.join(only_init)})",
+                                     time.monotonic() - started))
+            return ip
+        for c in pod.containers:
+            self._run(pod, c, pod_name, paths, claims, detach=not run_to_completion, what="container")
+        if not run_to_completion:
+            for c in pod.containers:
+                self._wait_ready(pod, c, pod_name, ip, wait_ready)
+            for service in kp.service_targets(self.objects, pod):
+                self.hosts[service] = ip
+        self.stages.append(Stage(pod.workload, time.monotonic() - started))
+        return ip
+
+    def _pod_ip(self, pod_name: str) -> str:
+        infra = self.podman("pod", "inspect", "--format", "{{.InfraContainerID}}", pod_name).stdout.strip()
+        return self.podman("inspect", "--format", "{{.NetworkSettings.IPAddress}}", infra).stdout.strip()
+
+    def _run(self, pod: kp.Pod, c: kp.Container, pod_name: str, paths: Mapping[str, str],
+             claims: Mapping[str, str], *, detach: bool, what: str) -> None:
+        name = f"{pod_name}-{c.name}"
+        argv = kp.run_args(c, pod_name=pod_name, container_name=name, image=self.image(c.image),
+                           volume_paths=paths, claim_volumes=claims, volumes=pod.volumes, detach=detach)
+        done = self.podman("run", *argv, check=False, timeout=1800)
+        if not detach:
+            self.last_logs = self.logs(name)
+        if done.returncode != 0:
+            detail = self.last_logs if not detach else ""
+            if not detail.strip() or detail.strip() == "(no output)":
+                # Nothing logged: the runtime's own error (e.g. the command is not in the image) is the cause.
+                detail = "    " + (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SmokeFailure(f"{pod.workload}: {what} {c.name} failed (exit {done.returncode}); last lines:\n"
+                               f"{detail}")
+
+    def _wait_ready(self, pod: kp.Pod, c: kp.Container, pod_name: str, ip: str, timeout: float) -> None:
+        probe = c.startup_probe or c.readiness_probe
+        if not probe and c.readiness_probe is None:
+            return
+        name = f"{pod_name}-{c.name}"
+        deadline = time.monotonic() + timeout
+        for p in [x for x in (c.startup_probe, c.readiness_probe) if x]:
+            while not self._probe(p, c, name, ip):
+                state = self.podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name).stdout
+                if not state.startswith("running"):
+                    raise SmokeFailure(f"{pod.workload}: container {c.name} stopped ({state.strip()}); last lines:\n"
+                                       f"{self.logs(name)}")
+                if time.monotonic() > deadline:
+                    raise SmokeFailure(f"{pod.workload}: container {c.name} not ready after {timeout:.0f} s; "
+                                       f"last lines:\n{self.logs(name)}")
+                time.sleep(1)
+
+    def _probe(self, probe: Mapping[str, Any], c: kp.Container, name: str, ip: str) -> bool:
+        if "exec" in probe:
+            return self.podman("exec", name, *probe["exec"]["command"], check=False, timeout=60).returncode == 0
+        if "httpGet" in probe:
+            get = probe["httpGet"]
+            port = get["port"] if isinstance(get["port"], int) else c.ports[str(get["port"])]
+            try:
+                with urllib.request.urlopen(f"http://{ip}:{port}{get.get('path', '/')}", timeout=5) as r:
+                    return 200 <= r.status < 400
+            except OSError:
+                return False
+        raise SmokeFailure(f"unsupported probe {json.dumps(probe)}")
+
+    # -- end ------------------------------------------------------------------------------------------------
+    def teardown(self) -> None:
+        """Removes the pods (and their containers) and volumes this cluster created, newest first."""
+        for pod in reversed(self.pods):
+            self.podman("pod", "rm", "--force", "--time", "5", pod, check=False)
+        for vol in reversed(self.volumes):
+            self.podman("volume", "rm", "--force", vol, check=False)
+        self.pods.clear()
+        self.volumes.clear()
+        shutil.rmtree(self.workdir, ignore_errors=True)

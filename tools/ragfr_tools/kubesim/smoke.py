@@ -1,0 +1,194 @@
+"""`make cluster-smoke`: what `helm template` renders for a chart example, run with podman in Kubernetes' order.
+
+Stages, each timed:
+  1. StatefulSet ragdb: its pod, the PVC from volumeClaimTemplates as a podman volume, until its probes pass;
+  2. Job migrate: init container wait-for-postgres, then `ragfr migrate`, to completion;
+  3. Deployment openwebui: its init containers wait-for-schema, copy-stock-openwebui and apply-french-patch;
+  4. Pod test (the chart's `helm test` hook): its schema and french checks against the migrated database.
+Every command, argument, env value (ConfigMaps and Secrets resolved), mount, user, read-only root and dropped
+capability is the rendered one (ragfr_tools.kubesim.pods). What is NOT run, and every stand-in, is listed in
+NOT_RUN / STAND_INS below and in docs/install.md; pods.DEVIATIONS lists how podman differs from a kubelet.
+
+Everything created is named `<prefix>-...` and removed at the end, whatever happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ragfr_tools.kubesim import pods as kp
+from ragfr_tools.kubesim.runner import PODMAN, Cluster, SmokeFailure, Stage
+from ragfr_tools.repo import REPO
+
+CHART = REPO / "charts" / "ragfr"
+RELEASE = NAMESPACE = "ragfr"
+OPENWEBUI_WHEEL = "open-webui==0.12.4"
+MINBASE = "localhost/ragfr-bookworm-minbase:1"
+
+# Rendered image -> why it is replaced. The stock image cannot be pulled here (no registry): its stand-in
+# holds the same /app/backend/open_webui tree, taken from the open-webui 0.12.4 wheel, which is all the
+# init container that uses it (copy-stock-openwebui: cp -R /app/backend/open_webui /patched/) reads.
+STAND_INS = {
+    "ghcr.io/open-webui/open-webui:v0.12.4": "the open_webui package of the open-webui 0.12.4 wheel at "
+    "/app/backend/open_webui on the Debian 12 minbase (the stock image's layout, without its runtime)",
+}
+# What the chart renders that this smoke does not run yet, and why.
+NOT_RUN = (
+    "Deployment ollama and Job pull-models (no Ollama binary here; the Ollama-API test double is not yet "
+    "packaged as an image)",
+    "Deployment openwebui's init container cache-reranker and its open-webui container (needs the full Open "
+    "WebUI runtime image and an offline cross-encoder); hence no sign-up, knowledge base or chat through its API",
+    "the helm test's health and patch checks (they query the running Open WebUI): the test pod runs with "
+    "args [schema, french]",
+    "Deployment redis, CNPG objects, Ingress, PodDisruptionBudget, NetworkPolicies (not in the default example "
+    "or not enforceable here)",
+)
+OPENWEBUI_INIT_RUN = ("wait-for-schema", "copy-stock-openwebui", "apply-french-patch")
+HELM_TEST_CHECKS = ["schema", "french"]
+
+Mutation = Callable[[list[kp.Manifest]], None]
+
+
+def render(example: str = "default", overrides: dict[str, Any] | None = None) -> list[kp.Manifest]:
+    """The objects `helm template ragfr charts/ragfr -f examples/<example>.yaml` prints (offline Helm v4)."""
+    import helm_python as helm
+
+    values = yaml.safe_load((CHART / "examples" / f"{example}.yaml").read_text()) or {}
+    _merge(values, overrides or {})
+    out = helm.Chart.load(CHART).render(values, name=RELEASE, namespace=NAMESPACE, revision=1, is_install=True)
+    docs: list[kp.Manifest] = []
+    for path, text in sorted(out.items()):
+        if not path.endswith("NOTES.txt"):
+            docs.extend(d for d in yaml.safe_load_all(text) if d)
+    return docs
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _podman(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PODMAN, *args], capture_output=True, text=True, timeout=900)
+
+
+def openwebui_layout_image(*, modify: str = "") -> str:
+    """Builds (once per input) the stand-in for the stock Open WebUI image; returns its reference.
+
+    modify: a file under open_webui/ to append a comment to (a "locally modified" stock image, which the
+    French patch must refuse).
+    """
+    build = REPO / ".build" / "kubesim"
+    wheels = build / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = sorted(wheels.glob("open_webui-0.12.4-*.whl"))
+    if not found:
+        # pip's cache makes this a copy after the first time (.venv-owui was installed from the same file).
+        subprocess.run([str(REPO / ".venv" / "bin" / "pip"), "download", "-q", "--no-deps", "--only-binary=:all:",
+                        "-d", str(wheels), OPENWEBUI_WHEEL], check=True, capture_output=True, timeout=600)
+        found = sorted(wheels.glob("open_webui-0.12.4-*.whl"))
+    wheel = found[0]
+    key = hashlib.sha256(f"{wheel.name} {wheel.stat().st_size} {modify}".encode()).hexdigest()[:12]
+    tag = f"localhost/ragfr-smoke/open-webui-layout:{key}"
+    if _podman("image", "exists", tag).returncode == 0:
+        return tag
+    if _podman("image", "exists", MINBASE).returncode != 0:
+        raise SmokeFailure(f"{MINBASE} is missing: `make images` (scripts/build-image.sh --local-base) makes it")
+    with tempfile.TemporaryDirectory(prefix="ragfr-owui-layout-") as tmp:
+        ctx = Path(tmp)
+        backend = ctx / "app" / "backend"
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(backend, [n for n in z.namelist() if n.startswith("open_webui/")])
+        if modify:
+            with (backend / modify).open("a") as f:
+                f.write("# local edit (cluster smoke: a modified stock image)\n")
+        (ctx / "Containerfile").write_text(
+            f"FROM {MINBASE}\nCOPY app /app\nRUN chmod -R a+rX /app\n"
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nWORKDIR /app/backend\n"
+            'CMD ["bash", "start.sh"]\n')
+        done = _podman("build", "-q", "-t", tag, str(ctx))
+        if done.returncode != 0:
+            raise SmokeFailure(f"building the Open WebUI layout stand-in failed: {done.stderr[-500:]}")
+    return tag
+
+
+def _only_helm_test_checks(docs: list[kp.Manifest]) -> None:
+    for d in docs:
+        if d["kind"] == "Pod" and d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test":
+            d["spec"]["containers"][0]["args"] = list(HELM_TEST_CHECKS)
+
+
+def _component(docs: Sequence[kp.Manifest], kind: str, component: str) -> tuple[str, str]:
+    for d in docs:
+        labels = d["metadata"].get("labels") or {}
+        if d["kind"] == kind and labels.get("app.kubernetes.io/component") == component:
+            return kind, d["metadata"]["name"]
+    raise SmokeFailure(f"the rendered chart has no {kind} for component {component!r}")
+
+
+def run(*, example: str = "default", overrides: dict[str, Any] | None = None, prefix: str = "ragfr-smoke",
+        workdir: Path | None = None, mutate: Mutation | None = None, modify_stock_file: str = "",
+        log: Callable[[str], None] = print) -> list[Stage]:
+    """Runs the stages; returns their wall times. Raises SmokeFailure naming the cause."""
+    docs = render(example, overrides)
+    if mutate:
+        mutate(docs)
+    _only_helm_test_checks(docs)
+    started = time.monotonic()
+    layout = openwebui_layout_image(modify=modify_stock_file)
+    stages = [Stage("stand-in image (open-webui layout)", time.monotonic() - started)]
+    cluster = Cluster(docs, prefix=prefix, workdir=workdir or Path(tempfile.mkdtemp(prefix=f"{prefix}-")),
+                      image_map=dict.fromkeys(STAND_INS, layout))
+    try:
+        log(f"cluster-smoke: ragdb ({example})")
+        cluster.start(cluster.workload(*_component(docs, "StatefulSet", "ragdb")))
+        log("cluster-smoke: migrations Job")
+        cluster.start(cluster.workload(*_component(docs, "Job", "migrate")), run_to_completion=True)
+        log("cluster-smoke: Open WebUI init containers " + ", ".join(OPENWEBUI_INIT_RUN))
+        owui = cluster.workload(*_component(docs, "Deployment", "openwebui"))
+        cluster.start(owui, only_init=OPENWEBUI_INIT_RUN)
+        log("cluster-smoke: helm test pod (" + ", ".join(HELM_TEST_CHECKS) + ")")
+        cluster.start(cluster.workload(*_component(docs, "Pod", "test")), run_to_completion=True)
+        log(cluster.last_logs)
+    finally:
+        cluster.teardown()
+    return stages + cluster.stages
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ragfr_tools.kubesim.smoke", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--example", default="default", help="charts/ragfr/examples/<name>.yaml (default: default)")
+    parser.add_argument("--set-json", default="{}", help="extra values as JSON, merged over the example")
+    parser.add_argument("--prefix", default="ragfr-smoke", help="name prefix of every podman object created")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        stages = run(example=args.example, overrides=json.loads(args.set_json), prefix=args.prefix)
+    except SmokeFailure as exc:
+        print(f"cluster-smoke: FAILED: {exc}", file=sys.stderr)
+        return 1
+    for stage in stages:
+        print(f"cluster-smoke: {stage.seconds:6.1f} s  {stage.name}")
+    print(f"cluster-smoke: OK in {time.monotonic() - started:.1f} s; not run here: " + "; ".join(NOT_RUN))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

@@ -157,7 +157,7 @@ def _env(spec: Mapping[str, Any], objects: Mapping[tuple[str, str], Manifest], w
 
 
 def _volumes(pod_spec: Mapping[str, Any], claim_templates: Sequence[Manifest], workload_name: str,
-             objects: Mapping[tuple[str, str], Manifest]) -> dict[str, Volume]:
+             objects: Mapping[tuple[str, str], Manifest], where: str) -> dict[str, Volume]:
     out: dict[str, Volume] = {}
     for v in pod_spec.get("volumes") or []:
         name = v["name"]
@@ -176,7 +176,7 @@ def _volumes(pod_spec: Mapping[str, Any], claim_templates: Sequence[Manifest], w
         elif "persistentVolumeClaim" in v:
             out[name] = Volume(name, "persistentVolumeClaim", v["persistentVolumeClaim"]["claimName"])
         else:
-            raise TranslationError(f"{workload_name}: unsupported volume {name}: {sorted(v)}")
+            raise TranslationError(f"{where}: unsupported volume {name}: {sorted(v)}")
     # A StatefulSet's claim for ordinal 0 is named <template>-<statefulset>-0.
     for t in claim_templates:
         name = t["metadata"]["name"]
@@ -227,7 +227,7 @@ def pod_of(workload: Manifest, objects: Mapping[tuple[str, str], Manifest]) -> P
     security = spec.get("securityContext") or {}
     where = f"{kind}/{name}"
     claims = workload["spec"].get("volumeClaimTemplates") or [] if kind == "StatefulSet" else []
-    volumes = _volumes(spec, claims, name, objects)
+    volumes = _volumes(spec, claims, name, objects, where)
     for c in (spec.get("initContainers") or []) + spec["containers"]:
         for m in c.get("volumeMounts") or []:
             if m["name"] not in volumes:
@@ -272,7 +272,9 @@ def run_args(container: Container, *, pod_name: str, container_name: str, image:
     """
     argv = ["--pod", pod_name, "--name", container_name, "--pull", "never",
             # This machine's hard limits refuse podman's defaults (ENGINEERING-NOTES).
-            "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096"]
+            "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096",
+            # A kubelet ignores an image's VOLUME declarations: no anonymous volume appears.
+            "--image-volume", "ignore"]
     if detach:
         argv.append("-d")
     if container.user is not None:

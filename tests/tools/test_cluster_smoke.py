@@ -1,0 +1,94 @@
+"""`make cluster-smoke`: the rendered default chart run with podman (ragfr_tools.kubesim.smoke), and the ways a
+broken chart or image must fail it: each with a message that names the cause, never a timeout.
+
+Needs `make images` (make test runs it before pytest). Real components only: our three images, podman, the
+rendered objects. The one stand-in (the stock Open WebUI image's /app/backend layout, from the open-webui
+0.12.4 wheel) and what the smoke does not run are listed in smoke.STAND_INS / smoke.NOT_RUN and docs/install.md.
+Each test uses its own name prefix and checks that nothing with it is left in podman.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragfr_tools.kubesim import smoke
+from ragfr_tools.kubesim.runner import PODMAN, SmokeFailure
+
+pytestmark = pytest.mark.slow
+
+
+def podman_names(prefix: str) -> dict[str, list[str]]:
+    """Containers, pods and volumes named with the prefix (what `podman ps -a` / `volume ls` / `pod ls` list)."""
+    lists = {
+        "containers": ["ps", "-a", "--format", "{{.Names}}"],
+        "pods": ["pod", "ls", "--format", "{{.Name}}"],
+        "volumes": ["volume", "ls", "--format", "{{.Name}}"],
+    }
+    out = {}
+    for what, args in lists.items():
+        done = subprocess.run([*PODMAN, *args], capture_output=True, text=True, check=True)
+        out[what] = sorted(n for n in done.stdout.split() if n.startswith(prefix))
+    return out
+
+
+@pytest.fixture()
+def prefix(request: pytest.FixtureRequest) -> Iterator[str]:
+    name = f"ragfr-smoke-t{os.getpid()}-{request.node.name[5:25].replace('_', '-')}"
+    assert podman_names(name) == {"containers": [], "pods": [], "volumes": []}
+    yield name
+    assert podman_names(name) == {"containers": [], "pods": [], "volumes": []}, "the smoke left objects behind"
+
+
+def run(prefix: str, tmp_path: Path, **kwargs: object) -> tuple[list[str], list[smoke.Stage]]:
+    lines: list[str] = []
+    stages = smoke.run(prefix=prefix, workdir=tmp_path / "cluster", log=lines.append, **kwargs)
+    return lines, stages
+
+
+def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path) -> None:
+    lines, stages = run(prefix, tmp_path)
+    assert [s.name for s in stages[1:]] == [
+        "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-1",
+        "Deployment/ragfr-openwebui (init containers wait-for-schema, copy-stock-openwebui, apply-french-patch)",
+        "Pod/ragfr-test",
+    ]
+    helm_test = lines[-1]
+    assert "PASS schema: schema at version" in helm_test and "vector(1024)" in helm_test
+    assert "PASS french: 'ecole publique' -> lexemes ['ecol', 'publiqu']" in helm_test
+    assert "FAIL" not in helm_test
+
+
+def test_wrong_ragfr_image_tag_names_the_image(prefix: str, tmp_path: Path) -> None:
+    with pytest.raises(SmokeFailure) as failure:
+        run(prefix, tmp_path, overrides={"migrations": {"image": {"tag": "0.0.0-missing"}}})
+    assert str(failure.value).startswith(
+        "image ragfr/ragfr:0.0.0-missing (rendered as ragfr/ragfr:0.0.0-missing) is not in local storage")
+
+
+def test_failing_migrations_job_fails_with_its_own_log(prefix: str, tmp_path: Path) -> None:
+    def wrong_database(docs: list[dict]) -> None:  # the Job's DSN names a database that does not exist
+        for d in docs:
+            if d["kind"] == "Job" and d["metadata"]["name"] == "ragfr-migrate-1":
+                for e in d["spec"]["template"]["spec"]["containers"][0]["env"]:
+                    if e["name"] == "DATABASE_URL":
+                        e["value"] = e["value"].replace(":5432/ragfr?", ":5432/nope?")
+
+    with pytest.raises(SmokeFailure) as failure:
+        run(prefix, tmp_path, mutate=wrong_database)
+    message = str(failure.value)
+    assert message.startswith("Job/ragfr-migrate-1: container migrate failed (exit 2); last lines:")
+    assert 'database "nope" does not exist' in message
+
+
+def test_refused_french_patch_fails_the_init_container_with_its_reason(prefix: str, tmp_path: Path) -> None:
+    with pytest.raises(SmokeFailure) as failure:
+        run(prefix, tmp_path, modify_stock_file="open_webui/retrieval/utils.py")
+    message = str(failure.value)
+    assert message.startswith("Deployment/ragfr-openwebui: init container apply-french-patch failed (exit 1)")
+    assert "open_webui/retrieval/utils.py: not the pristine file of open-webui 0.12.4" in message
+    assert "apply-patch: the patcher refused (exit 2)" in message

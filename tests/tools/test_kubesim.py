@@ -1,0 +1,104 @@
+"""ragfr_tools.kubesim.pods: rendered pod specs -> podman arguments, checked on the chart's real render.
+
+No podman here (tests/tools/test_cluster_smoke.py runs the result); these pin the translation itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from tests.support.chart import render
+from tests.support.paths import REPO
+
+from ragfr_tools.kubesim import pods as kp
+from ragfr_tools.kubesim import smoke
+
+
+@pytest.fixture(scope="module")
+def objects() -> dict[tuple[str, str], kp.Manifest]:
+    return kp.index(render({}))
+
+
+def secret(objects: dict[tuple[str, str], kp.Manifest], name: str, key: str) -> str:
+    return base64.b64decode(objects[("Secret", name)]["data"][key]).decode()
+
+
+def test_expand_follows_kubernetes() -> None:
+    env = {"A": "x", "B": "y"}
+    assert kp.expand("$(A)-$(B)", env) == "x-y"
+    assert kp.expand("$$(A)", env) == "$(A)"  # escaped
+    assert kp.expand("$(MISSING)", env) == "$(MISSING)"  # unknown stays literal
+
+
+def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str], kp.Manifest]) -> None:
+    pod = kp.pod_of(objects[("Job", "ragfr-migrate-1")], objects)
+    password = secret(objects, "ragfr-ragdb", "ragfr-password")
+    [wait] = pod.init_containers
+    assert wait.name == "wait-for-postgres" and dict(wait.env)["PGPASSWORD"] == password
+    [migrate] = pod.containers
+    assert migrate.command == ("ragfr", "migrate")
+    assert migrate.args is not None and migrate.args[:2] == (
+        "--dsn", f"postgresql://ragfr:{password}@ragfr-ragdb:5432/ragfr?sslmode=disable")
+    assert (migrate.user, migrate.group, migrate.supplementary_groups) == (65532, 65532, (65532,))
+    assert migrate.read_only_root and migrate.cap_drop == ("ALL",) and migrate.no_new_privileges
+
+
+def test_run_args_carry_the_security_context_and_mounts(objects: dict[tuple[str, str], kp.Manifest]) -> None:
+    pod = kp.pod_of(objects[("Job", "ragfr-migrate-1")], objects)
+    c = pod.init_containers[0]
+    argv = kp.run_args(c, pod_name="p", container_name="p-c", image="img", volume_paths={
+        "tmp": "/h/tmp", "ragfr-scripts": "/h/scripts"}, claim_volumes={}, volumes=pod.volumes, detach=False)
+    joined = " ".join(argv)
+    for part in ("--user 65532:65532", "--group-add 65532", "--read-only --read-only-tmpfs=false",
+                 "--cap-drop ALL", "--security-opt no-new-privileges", "--pull never", "--image-volume ignore",
+                 "type=bind,source=/h/scripts,destination=/ragfr-scripts,ro",
+                 "type=bind,source=/h/tmp,destination=/tmp"):
+        assert part in joined, part
+    assert argv[argv.index("--entrypoint") + 1] == json.dumps(["/bin/sh", "/ragfr-scripts/wait-for-postgres.sh"])
+    assert argv[-1] == "img"  # no args: the command alone, the image's CMD dropped as Kubernetes does
+    assert "-d" not in argv
+
+
+def test_statefulset_claim_shm_and_service(objects: dict[tuple[str, str], kp.Manifest]) -> None:
+    pod = kp.pod_of(objects[("StatefulSet", "ragfr-ragdb")], objects)
+    assert pod.name == "ragfr-ragdb-0"
+    assert pod.volumes["data"] == kp.Volume("data", "persistentVolumeClaim", "data-ragfr-ragdb-0")
+    [postgres] = pod.containers
+    assert postgres.command is None and postgres.args and postgres.args[:2] == ("-c", "effective_cache_size=768MB")
+    argv = kp.run_args(postgres, pod_name="p", container_name="p-c", image="img",
+                       volume_paths={n: f"/h/{n}" for n in pod.volumes},
+                       claim_volumes={"data-ragfr-ragdb-0": "pvc"}, volumes=pod.volumes, detach=True)
+    assert "type=volume,source=pvc,destination=/var/lib/postgresql/data" in argv
+    assert f"type=tmpfs,destination=/dev/shm,tmpfs-mode=1777,tmpfs-size={640 * 1024**2}" in argv
+    assert "type=bind,source=/h/ragfr-scripts/ragdb-init.sh,destination=/docker-entrypoint-initdb.d/10-ragfr-init.sh" \
+        in argv
+    assert "--entrypoint" not in argv and argv[argv.index("img") + 1:] == list(postgres.args)
+    assert "-d" in argv
+    assert kp.service_targets(objects, pod) == ["ragfr-ragdb", "ragfr-ragdb-headless"]
+
+
+def test_env_from_configmap_then_env(objects: dict[tuple[str, str], kp.Manifest]) -> None:
+    pod = kp.pod_of(objects[("Deployment", "ragfr-openwebui")], objects)
+    env = dict(pod.containers[0].env)
+    assert env["VECTOR_DB"] == "pgvector" and env["PYTHONPATH"] == "/opt/ragfr/site"
+    assert env["WEBUI_SECRET_KEY"] == secret(objects, "ragfr-openwebui", "webui-secret-key")
+    assert [c.name for c in pod.init_containers][:3] == list(smoke.OPENWEBUI_INIT_RUN)
+
+
+def test_unsupported_objects_fail_with_their_name(objects: dict[tuple[str, str], kp.Manifest]) -> None:
+    job = json.loads(json.dumps(objects[("Job", "ragfr-migrate-1")]))
+    job["spec"]["template"]["spec"]["volumes"].append({"name": "x", "hostPath": {"path": "/"}})
+    with pytest.raises(kp.TranslationError, match="Job/ragfr-migrate-1: unsupported volume x"):
+        kp.pod_of(job, objects)
+    job = json.loads(json.dumps(objects[("Job", "ragfr-migrate-1")]))
+    job["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["key"] = "nope"
+    with pytest.raises(kp.TranslationError, match="Secret 'ragfr-ragdb' has no key 'nope'"):
+        kp.pod_of(job, objects)
+
+
+def test_every_deviation_stand_in_and_gap_is_documented() -> None:
+    doc = " ".join((REPO / "docs" / "install.md").read_text().split())
+    for item in (*kp.DEVIATIONS, *smoke.NOT_RUN, *smoke.STAND_INS.values()):
+        assert " ".join(item.split()) in doc, f"docs/install.md does not list: {item}"

@@ -2,9 +2,11 @@
 # `make test`: from a fresh Debian 12 machine (as root) to every test, with no manual step.
 #   1. apt packages (-t bookworm; qemu-user -t bookworm-backports), .venv, pgvector fetched + verified +
 #      built without AVX-512 and scanned, a private PostgreSQL root       (make setup)
-#   2. .venv-owui with the real open-webui 0.12.4 (CPU torch)              (scripts/setup-owui.sh)
+#   2. .venv-owui with the real open-webui 0.12.4 (CPU torch when reachable) (scripts/setup-owui.sh)
+#      the three images the chart names, smoke-tested                      (make images)
 #   3. ruff + mypy
-#   4. the private PostgreSQL cluster (free loopback port), all pytest suites including the slow ones
+#   4. the private PostgreSQL cluster (free loopback port), the cluster smoke (make cluster-smoke),
+#      all pytest suites including the slow ones
 #      (emulated old CPU, real Open WebUI end to end), then the retrieval-quality gate
 #   5. the cluster is stopped whatever happened
 # Re-runs skip setup steps whose inputs did not change (stamps under .build/).
@@ -12,11 +14,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 step() { printf '\n== [%4ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
+# The private cluster is started by the images' smoke test already: stop it whatever happens.
+trap 'bash scripts/pg.sh stop >/dev/null 2>&1 || true' EXIT
 
 step "setup: apt, venv, pgvector, private PostgreSQL root"
 make --no-print-directory setup
 step "setup: Open WebUI 0.12.4 venv"
 bash scripts/setup-owui.sh
+step "images: ragfr/ragdb, ragfr/ragfr, ragfr/owui-init with the chart's appVersion, each smoke-tested (make images)"
+bash scripts/images.sh build
 
 step "lint: ruff + mypy"
 .venv/bin/ruff check src tools tests patches
@@ -25,9 +31,11 @@ step "lint: ruff + mypy"
 step "private PostgreSQL cluster for the tests"
 dsn=$(bash scripts/pg.sh start | tail -n 1)
 dsn=${dsn#DATABASE_URL=}
-trap 'bash scripts/pg.sh stop >/dev/null 2>&1 || true' EXIT
 export RAGFR_TEST_DSN="$dsn"
 export OMP_NUM_THREADS=2
+
+step "cluster smoke: the rendered default chart's workloads with podman (make cluster-smoke)"
+.venv/bin/python -m ragfr_tools.kubesim.smoke --example default
 
 step "pytest (all suites)"
 set +e

@@ -70,7 +70,7 @@ def test_statefulset_claim_shm_and_service(objects: dict[tuple[str, str], kp.Man
     argv = kp.run_args(postgres, pod_name="p", container_name="p-c", image="img",
                        volume_paths={n: f"/h/{n}" for n in pod.volumes},
                        claim_volumes={"data-ragfr-ragdb-0": "pvc"}, volumes=pod.volumes, detach=True)
-    assert "type=volume,source=pvc,destination=/var/lib/postgresql/data" in argv
+    assert "pvc:/var/lib/postgresql/data:nocopy" in argv
     assert f"type=tmpfs,destination=/dev/shm,tmpfs-mode=1777,tmpfs-size={640 * 1024**2}" in argv
     assert "type=bind,source=/h/ragfr-scripts/ragdb-init.sh,destination=/docker-entrypoint-initdb.d/10-ragfr-init.sh" \
         in argv

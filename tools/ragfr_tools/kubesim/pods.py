@@ -298,7 +298,8 @@ def run_args(container: Container, *, pod_name: str, container_name: str, image:
         if vol.kind == "persistentVolumeClaim":
             if m.sub_path:
                 raise TranslationError(f"{container_name}: subPath on a claim is not supported")
-            argv += ["--mount", f"type=volume,source={claim_volumes[vol.ref]},destination={m.path}{ro}"]
+            # nocopy: a claim starts empty; podman would otherwise copy the image's files into a new volume.
+            argv += ["--volume", f"{claim_volumes[vol.ref]}:{m.path}:nocopy{ro}"]
         elif vol.kind == "emptyDir" and vol.memory:
             size = f",tmpfs-size={size_bytes(vol.size_limit)}" if vol.size_limit else ""
             argv += ["--mount", f"type=tmpfs,destination={m.path},tmpfs-mode=1777{size}"]

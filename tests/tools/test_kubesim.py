@@ -39,8 +39,9 @@ def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str]
     assert wait.name == "wait-for-postgres" and dict(wait.env)["PGPASSWORD"] == password
     [migrate] = pod.containers
     assert migrate.command == ("ragfr", "migrate")
-    assert migrate.args is not None and migrate.args[:2] == (
-        "--dsn", f"postgresql://ragfr:{password}@ragfr-ragdb:5432/ragfr?sslmode=disable")
+    assert migrate.args == ("--dims", "1024", "--embedding-model", "ollama:bge-m3")
+    # $(RAGFR_DB_PASSWORD) in the rendered value, expanded from the Secret defined before it.
+    assert dict(migrate.env)["DATABASE_URL"] == f"postgresql://ragfr:{password}@ragfr-ragdb:5432/ragfr?sslmode=disable"
     assert (migrate.user, migrate.group, migrate.supplementary_groups) == (65532, 65532, (65532,))
     assert migrate.read_only_root and migrate.cap_drop == ("ALL",) and migrate.no_new_privileges
 

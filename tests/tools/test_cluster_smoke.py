@@ -55,8 +55,13 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path)
     assert [s.name for s in stages[1:]] == [
         "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-1",
         "Deployment/ragfr-openwebui (init containers wait-for-schema, copy-stock-openwebui, apply-french-patch)",
+        "Deployment/ragfr-openwebui container open-webui (readiness patch check)",
         "Pod/ragfr-test",
     ]
+    # Inside the Open WebUI container's filesystem (patched files mounted over the stock ones by subPath,
+    # ragfr on PYTHONPATH from the ConfigMap), the patch is active.
+    patch_check = lines[lines.index("cluster-smoke: Open WebUI container: the patch check of its readiness probe") + 1]
+    assert "active: ragfr-owui-patch 1 for open-webui 0.12.4 in /app/backend" in patch_check, patch_check
     helm_test = lines[-1]
     assert "PASS schema: schema at version" in helm_test and "vector(1024)" in helm_test
     assert "PASS french: 'ecole publique' -> lexemes ['ecol', 'publiqu']" in helm_test
@@ -92,3 +97,17 @@ def test_refused_french_patch_fails_the_init_container_with_its_reason(prefix: s
     assert message.startswith("Deployment/ragfr-openwebui: init container apply-french-patch failed (exit 1)")
     assert "open_webui/retrieval/utils.py: not the pristine file of open-webui 0.12.4" in message
     assert "apply-patch: the patcher refused (exit 2)" in message
+
+
+def test_missing_pythonpath_in_the_configmap_fails_the_patch_check(prefix: str, tmp_path: Path) -> None:
+    def drop_pythonpath(docs: list[dict]) -> None:  # the ConfigMap loses the variable that puts ragfr on the path
+        for d in docs:
+            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "ragfr-openwebui-env":
+                del d["data"]["PYTHONPATH"]
+
+    with pytest.raises(SmokeFailure) as failure:
+        run(prefix, tmp_path, mutate=drop_pythonpath)
+    message = str(failure.value)
+    assert message.startswith(
+        "Deployment/ragfr-openwebui: container open-webui (readiness patch check) failed (exit 1); last lines:")
+    assert "No module named 'ragfr'" in message

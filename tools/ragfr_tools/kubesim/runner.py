@@ -6,6 +6,7 @@ touched: teardown removes exactly the names recorded here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -47,6 +48,7 @@ class Cluster:
     volumes: list[str] = field(default_factory=list)
     stages: list[Stage] = field(default_factory=list)
     last_logs: str = ""  # output of the last container run to completion
+    prepared: dict[str, tuple[str, dict[str, str], dict[str, str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.objects = kp.index(self.manifests)
@@ -129,6 +131,7 @@ class Cluster:
             shutil.rmtree(pod_dir)
         pod_dir.mkdir(parents=True)
         paths, claims = self._prepare_volumes(pod, pod_dir)
+        self.prepared[pod.name] = (pod_name, paths, claims)
         create = ["pod", "create", "--name", pod_name, "--hostname", pod.name]
         for host, ip in sorted(self.hosts.items()):
             create += ["--add-host", f"{host}:{ip}"]
@@ -156,12 +159,23 @@ class Cluster:
         self.stages.append(Stage(pod.workload, time.monotonic() - started))
         return ip
 
+    def check_in_pod(self, pod: kp.Pod, container: str, command: Sequence[str], *, what: str) -> None:
+        """Runs `command` instead of a container's own process, with everything else of that container (image,
+        env, mounts, user, security context), in its already started pod; a failure raises with its output."""
+        started = time.monotonic()
+        pod_name, paths, claims = self.prepared[pod.name]
+        [spec] = [c for c in pod.containers if c.name == container]
+        check = dataclasses.replace(spec, name=f"{spec.name}-check", command=tuple(command), args=None)
+        self._run(pod, check, pod_name, paths, claims, detach=False, what="container",
+                  label=f"container {container} ({what})")
+        self.stages.append(Stage(f"{pod.workload} container {container} ({what})", time.monotonic() - started))
+
     def _pod_ip(self, pod_name: str) -> str:
         infra = self.podman("pod", "inspect", "--format", "{{.InfraContainerID}}", pod_name).stdout.strip()
         return self.podman("inspect", "--format", "{{.NetworkSettings.IPAddress}}", infra).stdout.strip()
 
     def _run(self, pod: kp.Pod, c: kp.Container, pod_name: str, paths: Mapping[str, str],
-             claims: Mapping[str, str], *, detach: bool, what: str) -> None:
+             claims: Mapping[str, str], *, detach: bool, what: str, label: str = "") -> None:
         name = f"{pod_name}-{c.name}"
         argv = kp.run_args(c, pod_name=pod_name, container_name=name, image=self.image(c.image),
                            volume_paths=paths, claim_volumes=claims, volumes=pod.volumes, detach=detach)
@@ -173,7 +187,8 @@ class Cluster:
             if not detail.strip() or detail.strip() == "(no output)":
                 # Nothing logged: the runtime's own error (e.g. the command is not in the image) is the cause.
                 detail = "    " + (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise SmokeFailure(f"{pod.workload}: {what} {c.name} failed (exit {done.returncode}); last lines:\n"
+            raise SmokeFailure(f"{pod.workload}: {label or f'{what} {c.name}'} failed (exit {done.returncode}); "
+                               "last lines:\n"
                                f"{detail}")
 
     def _wait_ready(self, pod: kp.Pod, c: kp.Container, pod_name: str, ip: str, timeout: float) -> None:

@@ -3,7 +3,8 @@
 Stages, each timed:
   1. StatefulSet ragdb: its pod, the PVC from volumeClaimTemplates as a podman volume, until its probes pass;
   2. Job migrate: init container wait-for-postgres, then `ragfr migrate`, to completion;
-  3. Deployment openwebui: its init containers wait-for-schema, copy-stock-openwebui and apply-french-patch;
+  3. Deployment openwebui: its init containers wait-for-schema, copy-stock-openwebui and apply-french-patch,
+     then its open-webui container with the patch check of its readiness probe as the command;
   4. Pod test (the chart's `helm test` hook): its schema and french checks against the migrated database.
 Every command, argument, env value (ConfigMaps and Secrets resolved), mount, user, read-only root and dropped
 capability is the rendered one (ragfr_tools.kubesim.pods). What is NOT run, and every stand-in, is listed in
@@ -42,14 +43,17 @@ MINBASE = "localhost/ragfr-bookworm-minbase:1"
 # init container that uses it (copy-stock-openwebui: cp -R /app/backend/open_webui /patched/) reads.
 STAND_INS = {
     "ghcr.io/open-webui/open-webui:v0.12.4": "the open_webui package of the open-webui 0.12.4 wheel at "
-    "/app/backend/open_webui on the Debian 12 minbase (the stock image's layout, without its runtime)",
+    "/app/backend/open_webui on the Debian 12 minbase with Debian's CPython 3.11 as `python` (the stock image's "
+    "layout and interpreter version, without Open WebUI's dependencies)",
 }
 # What the chart renders that this smoke does not run yet, and why.
 NOT_RUN = (
     "Deployment ollama and Job pull-models (no Ollama binary here; the Ollama-API test double is not yet "
     "packaged as an image)",
-    "Deployment openwebui's init container cache-reranker and its open-webui container (needs the full Open "
-    "WebUI runtime image and an offline cross-encoder); hence no sign-up, knowledge base or chat through its API",
+    "Deployment openwebui's init container cache-reranker and its open-webui container's own process (need the "
+    "full Open WebUI runtime image and an offline cross-encoder); hence no sign-up, knowledge base or chat "
+    "through its API. The container is run once with its readiness probe's patch check (`python -m "
+    "ragfr.owui.check --open-webui-dir /app/backend`, without the /health half) as its command",
     "the helm test's health and patch checks (they query the running Open WebUI): the test pod runs with "
     "args [schema, french]",
     "Deployment redis, CNPG objects, Ingress, PodDisruptionBudget, NetworkPolicies (not in the default example "
@@ -103,7 +107,7 @@ def openwebui_layout_image(*, modify: str = "") -> str:
                         "-d", str(wheels), OPENWEBUI_WHEEL], check=True, capture_output=True, timeout=600)
         found = sorted(wheels.glob("open_webui-0.12.4-*.whl"))
     wheel = found[0]
-    key = hashlib.sha256(f"{wheel.name} {wheel.stat().st_size} {modify}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{wheel.name} {wheel.stat().st_size} {modify} python3".encode()).hexdigest()[:12]
     tag = f"localhost/ragfr-smoke/open-webui-layout:{key}"
     if _podman("image", "exists", tag).returncode == 0:
         return tag
@@ -118,10 +122,13 @@ def openwebui_layout_image(*, modify: str = "") -> str:
             with (backend / modify).open("a") as f:
                 f.write("# local edit (cluster smoke: a modified stock image)\n")
         (ctx / "Containerfile").write_text(
-            f"FROM {MINBASE}\nCOPY app /app\nRUN chmod -R a+rX /app\n"
+            f"FROM {MINBASE}\n"
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+            "-t bookworm python3 python-is-python3 && rm -rf /var/lib/apt/lists/*\n"
+            "COPY app /app\nRUN chmod -R a+rX /app\n"
             "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nWORKDIR /app/backend\n"
             'CMD ["bash", "start.sh"]\n')
-        done = _podman("build", "-q", "-t", tag, str(ctx))
+        done = _podman("build", "-q", "--network", "host", "-t", tag, str(ctx))
         if done.returncode != 0:
             raise SmokeFailure(f"building the Open WebUI layout stand-in failed: {done.stderr[-500:]}")
     return tag
@@ -131,6 +138,15 @@ def _only_helm_test_checks(docs: list[kp.Manifest]) -> None:
     for d in docs:
         if d["kind"] == "Pod" and d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test":
             d["spec"]["containers"][0]["args"] = list(HELM_TEST_CHECKS)
+
+
+def _patch_check(pod: kp.Pod) -> list[str]:
+    """The first half of the open-webui container's readiness probe (`sh -c "<check> && curl …/health"`)."""
+    [c] = [c for c in pod.containers if c.name == "open-webui"]
+    probe = (c.readiness_probe or {}).get("exec", {}).get("command", [])
+    if len(probe) != 3 or probe[:2] != ["sh", "-c"] or " && " not in probe[2]:
+        raise SmokeFailure(f"{pod.workload}: the open-webui readiness probe is no longer `sh -c '<check> && …'`")
+    return ["sh", "-c", probe[2].split(" && ")[0].replace(" >/dev/null", "")]
 
 
 def _component(docs: Sequence[kp.Manifest], kind: str, component: str) -> tuple[str, str]:
@@ -162,6 +178,9 @@ def run(*, example: str = "default", overrides: dict[str, Any] | None = None, pr
         log("cluster-smoke: Open WebUI init containers " + ", ".join(OPENWEBUI_INIT_RUN))
         owui = cluster.workload(*_component(docs, "Deployment", "openwebui"))
         cluster.start(owui, only_init=OPENWEBUI_INIT_RUN)
+        log("cluster-smoke: Open WebUI container: the patch check of its readiness probe")
+        cluster.check_in_pod(owui, "open-webui", _patch_check(owui), what="readiness patch check")
+        log(cluster.last_logs)
         log("cluster-smoke: helm test pod (" + ", ".join(HELM_TEST_CHECKS) + ")")
         cluster.start(cluster.workload(*_component(docs, "Pod", "test")), run_to_completion=True)
         log(cluster.last_logs)

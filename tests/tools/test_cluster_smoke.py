@@ -2,8 +2,9 @@
 broken chart or image must fail it: each with a message that names the cause, never a timeout.
 
 Needs `make images` (make test runs it before pytest). Real components only: our three images, podman, the
-rendered objects. The one stand-in (the stock Open WebUI image's /app/backend layout, from the open-webui
-0.12.4 wheel) and what the smoke does not run are listed in smoke.STAND_INS / smoke.NOT_RUN and docs/install.md.
+rendered objects. The stand-ins (the stock Open WebUI image's /app/backend layout, from the open-webui 0.12.4
+wheel; the project's Ollama-API TEST DOUBLE for Ollama, which cannot run here) and what the smoke does not run
+are listed in smoke.STAND_INS / smoke.NOT_RUN and docs/install.md.
 Each test uses its own name prefix and checks that nothing with it is left in podman.
 """
 
@@ -53,7 +54,7 @@ def run(prefix: str, tmp_path: Path, **kwargs: object) -> tuple[list[str], list[
 def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path) -> None:
     lines, stages = run(prefix, tmp_path)
     assert [s.name for s in stages[1:]] == [
-        "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-1",
+        "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-1", "Deployment/ragfr-ollama",
         "Deployment/ragfr-openwebui (init containers wait-for-schema, copy-stock-openwebui, apply-french-patch)",
         "Deployment/ragfr-openwebui container open-webui (readiness patch check)",
         "Pod/ragfr-test",

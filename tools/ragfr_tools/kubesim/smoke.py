@@ -3,6 +3,7 @@
 Stages, each timed:
   1. StatefulSet ragdb: its pod, the PVC from volumeClaimTemplates as a podman volume, until its probes pass;
   2. Job migrate: init container wait-for-postgres, then `ragfr migrate`, to completion;
+  2b. Deployment ollama, its image replaced by the project's Ollama-API test double, until its probes pass;
   3. Deployment openwebui: its init containers wait-for-schema, copy-stock-openwebui and apply-french-patch,
      then its open-webui container with the patch check of its readiness probe as the command;
   4. Pod test (the chart's `helm test` hook): its schema and french checks against the migrated database.
@@ -45,11 +46,12 @@ STAND_INS = {
     "ghcr.io/open-webui/open-webui:v0.12.4": "the open_webui package of the open-webui 0.12.4 wheel at "
     "/app/backend/open_webui on the Debian 12 minbase with Debian's CPython 3.11 as `python` (the stock image's "
     "layout and interpreter version, without Open WebUI's dependencies)",
+    "ollama/ollama:0.12.10": "the project's Ollama-API TEST DOUBLE (python -m ragfr_tools.devserver on "
+    "0.0.0.0:11434: real offline e5 embeddings, extractive chat; not a language model), no Ollama binary exists here",
 }
 # What the chart renders that this smoke does not run yet, and why.
 NOT_RUN = (
-    "Deployment ollama and Job pull-models (no Ollama binary here; the Ollama-API test double is not yet "
-    "packaged as an image)",
+    "Job pull-models (it runs the Ollama CLI, which the test double standing in for Ollama does not have)",
     "Deployment openwebui's init container cache-reranker and its open-webui container's own process (need the "
     "full Open WebUI runtime image and an offline cross-encoder); hence no sign-up, knowledge base or chat "
     "through its API. The container is run once with its readiness probe's patch check (`python -m "
@@ -134,6 +136,54 @@ def openwebui_layout_image(*, modify: str = "") -> str:
     return tag
 
 
+def ollama_double_image() -> str:
+    """Builds (once per source tree) the image of the Ollama-API test double; returns its reference."""
+    def digest(*roots: Path) -> str:
+        h = hashlib.sha256()
+        for root in roots:
+            for f in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+                h.update(f"{f.relative_to(REPO)}\0".encode() + f.read_bytes())
+        return h.hexdigest()[:12]
+
+    key = digest(REPO / "src", REPO / "tools" / "ragfr_tools", REPO / "migrations")
+    tag = f"localhost/ragfr-smoke/ollama-double:{key}"
+    if _podman("image", "exists", tag).returncode == 0:
+        return tag
+    pip = str(REPO / ".venv" / "bin" / "pip")
+    with tempfile.TemporaryDirectory(prefix="ragfr-ollama-double-") as tmp:
+        ctx = Path(tmp)
+        wheels = ctx / "wheels"
+        # Wheels from copies: building in place would leave build/ and *.egg-info in the checkout.
+        for name, files in (("ragfr", ["pyproject.toml", "README.md", "src"]), ("tools", ["tools"])):
+            copy_dir = ctx / f"src-{name}"
+            copy_dir.mkdir()
+            subprocess.run(f"tar -C {REPO} --exclude=__pycache__ -chf - {' '.join(files)} | tar -C {copy_dir} -xf -",
+                           shell=True, check=True)
+            project = copy_dir / ("tools" if name == "tools" else "")
+            subprocess.run([pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(project)], check=True,
+                           capture_output=True, timeout=600)
+        subprocess.run([pip, "download", "-q", "--only-binary=:all:", "--python-version", "3.11", "--platform",
+                        "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64", "--implementation", "cp",
+                        "--find-links", str(wheels), "-d", str(wheels), "ragfr[local]", "ragfr-tools"],
+                       check=True, capture_output=True, timeout=600)
+        (ctx / "Containerfile").write_text(
+            f"FROM {MINBASE}\n"
+            "ENV PATH=/opt/double/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "
+            "PYTHONDONTWRITEBYTECODE=1\n"
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+            "-t bookworm python3 python3-venv && rm -rf /var/lib/apt/lists/*\n"
+            "COPY wheels /tmp/wheels\n"
+            "RUN python3 -m venv /opt/double && /opt/double/bin/pip install -q --no-index --find-links /tmp/wheels "
+            "'ragfr[local]' ragfr-tools && rm -rf /tmp/wheels\n"
+            'LABEL org.opencontainers.image.description="ragfr Ollama-API TEST DOUBLE for the cluster smoke; '
+            'not Ollama, not a language model"\n'
+            'ENTRYPOINT ["python", "-m", "ragfr_tools.devserver", "--host", "0.0.0.0", "--port", "11434"]\n')
+        done = _podman("build", "-q", "--network", "host", "-t", tag, str(ctx))
+        if done.returncode != 0:
+            raise SmokeFailure(f"building the Ollama test double image failed: {done.stderr[-500:]}")
+    return tag
+
+
 def _only_helm_test_checks(docs: list[kp.Manifest]) -> None:
     for d in docs:
         if d["kind"] == "Pod" and d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test":
@@ -166,15 +216,19 @@ def run(*, example: str = "default", overrides: dict[str, Any] | None = None, pr
         mutate(docs)
     _only_helm_test_checks(docs)
     started = time.monotonic()
-    layout = openwebui_layout_image(modify=modify_stock_file)
-    stages = [Stage("stand-in image (open-webui layout)", time.monotonic() - started)]
+    images = {"ghcr.io/open-webui/open-webui:v0.12.4": openwebui_layout_image(modify=modify_stock_file),
+              "ollama/ollama:0.12.10": ollama_double_image()}
+    assert set(images) == set(STAND_INS)
+    stages = [Stage("stand-in images (open-webui layout, Ollama test double)", time.monotonic() - started)]
     cluster = Cluster(docs, prefix=prefix, workdir=workdir or Path(tempfile.mkdtemp(prefix=f"{prefix}-")),
-                      image_map=dict.fromkeys(STAND_INS, layout))
+                      image_map=images)
     try:
         log(f"cluster-smoke: ragdb ({example})")
         cluster.start(cluster.workload(*_component(docs, "StatefulSet", "ragdb")))
         log("cluster-smoke: migrations Job")
         cluster.start(cluster.workload(*_component(docs, "Job", "migrate")), run_to_completion=True)
+        log("cluster-smoke: Ollama (the Ollama-API test double)")
+        cluster.start(cluster.workload(*_component(docs, "Deployment", "ollama")))
         log("cluster-smoke: Open WebUI init containers " + ", ".join(OPENWEBUI_INIT_RUN))
         owui = cluster.workload(*_component(docs, "Deployment", "openwebui"))
         cluster.start(owui, only_init=OPENWEBUI_INIT_RUN)

@@ -39,7 +39,8 @@ def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str]
     assert wait.name == "wait-for-postgres" and dict(wait.env)["PGPASSWORD"] == password
     [migrate] = pod.containers
     assert migrate.command == ("ragfr", "migrate")
-    assert migrate.args == ("--dims", "1024", "--embedding-model", "ollama:bge-m3")
+    rendered = objects[("Job", "ragfr-migrate-1")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert migrate.args == tuple(rendered) and migrate.args[:3] == ("--dims", "1024", "--embedding-model")
     # $(RAGFR_DB_PASSWORD) in the rendered value, expanded from the Secret defined before it.
     assert dict(migrate.env)["DATABASE_URL"] == f"postgresql://ragfr:{password}@ragfr-ragdb:5432/ragfr?sslmode=disable"
     assert (migrate.user, migrate.group, migrate.supplementary_groups) == (65532, 65532, (65532,))

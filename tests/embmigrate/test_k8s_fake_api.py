@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -172,3 +173,30 @@ def test_a_model_open_webui_cannot_use_is_refused_before_any_call() -> None:
     with pytest.raises(ConfigError, match="cannot use local:multilingual-e5-small"):
         run(JobRequest(namespace=NS, release=RELEASE, to="local:multilingual-e5-small"), dry_run=True, wait=False, timeout=1,
             say=print, out=print, api=object())
+
+
+def test_namespace_and_context_default_like_kubectl_recorded_fake_api(
+    chart_objects: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragfr.cli import main as cli_main
+
+    with FakeKube(NS, chart_objects) as fake:
+        kubeconfig = tmp_path / "config"
+        kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "lab",
+            "clusters": [{"name": "c", "cluster": {"server": fake.url}}],
+            "users": [{"name": "u", "user": {"token": "not-a-secret"}}],
+            "contexts": [{"name": "lab", "context": {"cluster": "c", "user": "u", "namespace": NS}},
+                         {"name": "bare", "context": {"cluster": "c", "user": "u"}}],
+        }))
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        # No --namespace: the current context's namespace, as kubectl would use.
+        assert cli_main(["embeddings", "k8s", "--release", RELEASE, "--to", TARGET, "--dry-run"]) == 0
+        assert fake.requests and all(f"/namespaces/{NS}/" in path for _, path, _ in fake.requests)
+        # --context bare names no namespace: "default", where this release does not exist.
+        assert cli_main(["embeddings", "k8s", "--context", "bare", "--release", RELEASE, "--to", TARGET,
+                         "--dry-run"]) == 2
+        assert "in namespace default" in capsys.readouterr().err
+        assert cli_main(["embeddings", "k8s", "--context", "nope", "--release", RELEASE, "--to", TARGET,
+                         "--dry-run"]) == 2
+        assert "kube context 'nope' not found in the kubeconfig (contexts: lab, bare)" in capsys.readouterr().err

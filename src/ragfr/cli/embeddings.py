@@ -105,7 +105,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "service account.",
     )
     _add_migrate_args(k, dry_run_help="print the plan and the objects that would be created; create nothing")
-    k.add_argument("--namespace", required=True, help="namespace of the ragfr release")
+    k.add_argument("-n", "--namespace",
+                   help="namespace of the ragfr release (default, like kubectl: the kube context's namespace)")
+    k.add_argument("--context", help="kubeconfig context to use (default: the current context)")
     k.add_argument("--release", required=True, help="the chart's full name (object name prefix), e.g. ragfr")
     k.add_argument("--no-wait", action="store_true", help="create the Job and return without following it")
     k.add_argument(
@@ -275,7 +277,10 @@ def run_finalize(args: argparse.Namespace) -> int:
 
 
 def run_k8s(args: argparse.Namespace) -> int:
+    from ragfr.embmigrate.k8s.client import default_namespace
     from ragfr.embmigrate.k8s.orchestrate import JobRequest, run
 
-    request = JobRequest.from_args(args, namespace=args.namespace, release=args.release)
-    return run(request, dry_run=args.dry_run, wait=not args.no_wait, timeout=args.timeout, say=_say, out=print)
+    namespace = args.namespace or default_namespace(args.context)
+    request = JobRequest.from_args(args, namespace=namespace, release=args.release)
+    return run(request, dry_run=args.dry_run, wait=not args.no_wait, timeout=args.timeout, say=_say, out=print,
+               context=args.context)

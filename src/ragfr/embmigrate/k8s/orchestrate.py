@@ -163,12 +163,13 @@ def run(
     api: Any = None,
     poll: float = POLL_SECONDS,
     now: datetime | None = None,
+    context: str | None = None,
 ) -> int:
     owui_model(req.to)  # refuse a target Open WebUI cannot use before touching anything
     if api is None:
         from kubernetes import client as k8s
 
-        client.load()
+        client.load(context)
         api = k8s.ApiClient()
     deployment, configmap = _read_release(api, req)
     name = req.job_name((now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S"))

@@ -69,6 +69,8 @@ fi
 step 4 "PostgreSQL (database $DB, embedding space $SPACE, $DIMS dims)"
 DSN="$(RAGFR_DB="$DB" bash "$ROOT/scripts/db.sh" --dims "$DIMS" --embedding-model "$SPACE" | tail -1)"
 DSN="${DSN#DATABASE_URL=}"
+# Open WebUI names the model of the vectors it writes (libpq options in its URL, as the chart does):
+# migration 0009 refuses a vector of another model than the database's embedding space.
 
 step 5 "Open WebUI on http://127.0.0.1:$PORT (about 30 s)"
 [[ -s "$STATE/secret" ]] || (umask 077; "$VENV/bin/python" -c 'import secrets; print(secrets.token_urlsafe(48))' >"$STATE/secret")
@@ -86,7 +88,7 @@ for k, v in yaml.safe_load(open(sys.argv[1], encoding="utf-8")).items():
     PYTHONPATH="$STATE/patched:$ROOT/src:$OWUI_VENV/ragfr-site" \
     FROM_INIT_PY=true DATA_DIR="$STATE/data" STATIC_DIR="$STATE/data/static" FRONTEND_BUILD_DIR="$SITE/open_webui/frontend" \
     WEBUI_SECRET_KEY="$(cat "$STATE/secret")" \
-    PGVECTOR_DB_URL="$DSN" PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH="$DIMS" \
+    PGVECTOR_DB_URL="$DSN?options=-c%20ragfr.writer_model%3D${SPACE//:/%3A}" PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH="$DIMS" \
     OLLAMA_BASE_URL="$OLLAMA_URL" RAG_OLLAMA_BASE_URL="$OLLAMA_URL" RAG_EMBEDDING_MODEL="$EMBED_MODEL" \
     RAG_RERANKING_MODEL="" HF_HUB_OFFLINE=1 \
     nohup "$OWUI_VENV/bin/python" -m uvicorn open_webui.main:app --host 127.0.0.1 --port "$PORT" \

@@ -7,6 +7,7 @@ import json
 import os
 
 from ragfr.ask import OllamaChat
+from ragfr.cli.common import bounded_number
 from ragfr.cli.search import add_search_options
 
 EPILOG = """\
@@ -27,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_search_options(p)
     p.add_argument("--chat-model", default=os.environ.get("RAGFR_CHAT_MODEL", "qwen2.5:3b"),
                    help="Ollama chat model (default $RAGFR_CHAT_MODEL or qwen2.5:3b); host from $OLLAMA_HOST")
-    p.add_argument("--chat-timeout", type=_seconds, metavar="SECONDS",
-                   default=_seconds(os.environ.get("RAGFR_CHAT_TIMEOUT", "300")),
+    p.add_argument("--chat-timeout", type=bounded_number("seconds", 86400), metavar="SECONDS",
+                   default=os.environ.get("RAGFR_CHAT_TIMEOUT", "300"),  # a string default goes through `type`
                    help="give up on the chat model after this many seconds (default $RAGFR_CHAT_TIMEOUT or 300)")
     p.add_argument("question")
     p.set_defaults(func=run)
@@ -55,13 +56,3 @@ def run(args: argparse.Namespace) -> int:
 
 def _chat_client(timeout: float) -> OllamaChat:
     return OllamaChat(timeout=timeout)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"{text} s: give a timeout between 0 and 86400 seconds")
-    return value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 
 def add_dsn(parser: argparse.ArgumentParser) -> None:
@@ -21,3 +22,18 @@ def require_dsn(args: argparse.Namespace) -> str:
     if not args.dsn:
         raise ConfigError("no database: pass --dsn postgresql://... or set DATABASE_URL (`make db` prints one)")
     return str(args.dsn)
+
+
+def bounded_number(unit: str, upper: float) -> Callable[[str], float]:
+    """An argparse `type`: a number above 0 and at most `upper`, its errors naming the unit."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of {unit}: {text!r}") from None
+        if not 0 < value <= upper:
+            raise argparse.ArgumentTypeError(f"{text}: give a number of {unit} above 0 and at most {upper:g}")
+        return value
+
+    return parse

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragfr.cli.common import add_dsn, require_dsn
+from ragfr.cli.common import add_dsn, bounded_number, require_dsn
 from ragfr.errors import ConfigError
 from ragfr.ingest.chunking import (
     CHARS_PER_TOKEN,
@@ -97,21 +97,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--batch-size", type=int, metavar="N", help="texts per embedding call (default: per backend)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk embedding cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--max-file-size", type=_megabytes, default=DEFAULT_MAX_FILE_MB, metavar="MB",
+    p.add_argument("--max-file-size", type=bounded_number("megabytes", 1_000_000), default=DEFAULT_MAX_FILE_MB,
+                   metavar="MB",
                    help=f"refuse files larger than this, before anything is written (default {DEFAULT_MAX_FILE_MB} MB; "
                    "files are read and stored one at a time, so memory follows the largest file, not the total)")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or directories to ingest")
     p.set_defaults(func=run)
-
-
-def _megabytes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of megabytes: {text!r}") from None
-    if not 0 < value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"{text} MB: give a size above 0")
-    return value
 
 
 def _check_sizes(files: list[Path], max_mb: float) -> None:

@@ -11,7 +11,10 @@ PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
 RUN_OPTS=(--rm --network none --ulimit nofile=20000:20000 --ulimit nproc=4096:4096)
 SITE="$("$ROOT/.venv-owui/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-for f in open_webui/retrieval/vector/dbs/pgvector.py open_webui/retrieval/utils.py; do
+# Every file the manifest edits (the retrieval patch and the chat's evidence gate).
+mapfile -t FILES < <(python3 -c 'import json, sys; [print(f["path"]) for f in json.load(open(sys.argv[1]))["files"]]' \
+  "$ROOT/patches/open-webui/manifest.json")
+for f in "${FILES[@]}"; do
   install -D -m 0644 "$SITE/$f" "$work/ok/$f"; install -D -m 0644 "$SITE/$f" "$work/bad/$f"
 done
 echo "# local edit" >>"$work/bad/open_webui/retrieval/utils.py"

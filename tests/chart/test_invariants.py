@@ -386,3 +386,11 @@ def test_open_webui_tag_must_be_the_version_the_patch_was_made_for() -> None:
             f"(patches/open-webui/manifest.json): use tag v{version} or set openwebui.patch.enabled=false")
     # Without the patch any stock version may run.
     render({"openwebui": {"image": {"tag": "v0.13.0"}, "patch": {"enabled": False}}})
+
+
+def test_chart_mounts_every_file_the_patch_manifest_edits() -> None:
+    """A file the manifest patches but the chart does not mount would run stock (e.g. the chat with no
+    evidence gate); the readiness probe would catch it, this test catches it before a deploy."""
+    manifest = json.loads((REPO / "patches" / "open-webui" / "manifest.json").read_text(encoding="utf-8"))
+    values = yaml.safe_load((REPO / "charts" / "ragfr" / "values.yaml").read_text(encoding="utf-8"))
+    assert sorted(values["openwebui"]["patch"]["files"]) == sorted(f["path"] for f in manifest["files"])

@@ -21,6 +21,8 @@ from tests.support.paths import REPO
 from tests.support.standins import tiny_cross_encoder
 
 FILES = CHART / "files"
+# Every file the patch manifest edits (the chart's openwebui.patch.files must list the same).
+PATCH_FILES = tuple(f["path"] for f in json.loads((REPO / "patches" / "open-webui" / "manifest.json").read_text())["files"])
 VENV_BIN = Path(sys.executable).parent
 OWUI_SITE = next((REPO / ".venv-owui" / "lib").glob("python3*/site-packages"), None) if (
     REPO / ".venv-owui" / "lib").is_dir() else None
@@ -105,11 +107,11 @@ def test_wait_for_postgres_gives_up_with_one_clear_line() -> None:
 
 @pytest.fixture
 def stock_tree(tmp_path: Path) -> Path:
-    """The two files the patch touches, copied from the real open-webui 0.12.4 package."""
+    """The files the patch touches, copied from the real open-webui 0.12.4 package."""
     if OWUI_SITE is None or not (OWUI_SITE / "open_webui").is_dir():
         pytest.fail("open-webui 0.12.4 is not installed in .venv-owui (make setup installs it)")
     target = tmp_path / "patched"
-    for rel in ("open_webui/retrieval/vector/dbs/pgvector.py", "open_webui/retrieval/utils.py"):
+    for rel in PATCH_FILES:
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(OWUI_SITE / rel, target / rel)
     return target
@@ -121,7 +123,7 @@ def _apply(target: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     (site / "ragfr" / "__init__.py").write_text("")
     env = {
         "PATCH_TARGET": str(target),
-        "PATCH_FILES": "open_webui/retrieval/vector/dbs/pgvector.py open_webui/retrieval/utils.py",
+        "PATCH_FILES": " ".join(PATCH_FILES),
         "PATCH_APPLY": f"{sys.executable} {REPO / 'patches' / 'open-webui' / 'apply'}",
         "OPENWEBUI_VERSION": "v0.12.4", "SITE_SOURCE": str(site), "SITE_TARGET": str(tmp_path / "site"),
     }

@@ -13,12 +13,18 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import psycopg
 import pytest
+from tests.conftest import with_database
 from tests.support.paths import REPO
+
+if TYPE_CHECKING:
+    from .stack import Server
 
 OWUI_VENV = Path(os.environ.get("RAGFR_OWUI_VENV", REPO / ".venv-owui"))
 OWUI_PYTHON = OWUI_VENV / "bin" / "python"
@@ -26,7 +32,12 @@ RAGFR_SITE = OWUI_VENV / "ragfr-site"
 APPLY = REPO / "patches" / "open-webui" / "apply"
 MANIFEST = REPO / "patches" / "open-webui" / "manifest.json"
 PROBE = REPO / "tests" / "support" / "owui_probe.py"
-PATCHED_FILES = ("open_webui/retrieval/vector/dbs/pgvector.py", "open_webui/retrieval/utils.py")
+PATCHED_FILES = (
+    "open_webui/retrieval/vector/dbs/pgvector.py",
+    "open_webui/retrieval/utils.py",
+    "open_webui/utils/middleware.py",
+    "open_webui/main.py",
+)
 
 Probe = Callable[..., list[dict[str, Any]]]
 
@@ -123,3 +134,40 @@ def run_probe(owui_site_packages: Path, tmp_path: Path) -> Probe:
         return results
 
     return run
+
+
+@pytest.fixture(scope="session")
+def owui_server(
+    owui_site_packages: Path, patched_tree: Path, pg_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """ONE patched Open WebUI server (with the test double) for the API tests of this session: Open WebUI
+    takes ~30 s to start on two cores. Its own freshly migrated e5 database."""
+    from ragfr.db.migrate import migrate
+
+    from .stack import E5_SPACE, start_double, start_open_webui, stop
+
+    name = f"ragfr_chat_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
+    dsn = with_database(pg_dsn, name)
+    migrate(dsn, 384, E5_SPACE)
+    tmp = tmp_path_factory.mktemp("owui-server")
+    double = start_double(tmp)
+    try:
+        server = start_open_webui(tmp, owui_site_packages, patched_tree, dsn, double)
+        try:
+            yield server
+        finally:
+            stop(server.proc)
+            print(server.log.read_text(errors="replace")[-3000:])
+    finally:
+        stop(double.proc)
+        with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def admin_token(owui_server: Server) -> str:
+    from .stack import sign_up_admin
+
+    return sign_up_admin(owui_server)

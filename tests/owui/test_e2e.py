@@ -1,204 +1,171 @@
-"""End to end: the patched Open WebUI 0.12.4 SERVER on loopback, our migrated PostgreSQL, the Ollama-API
-test double (real offline e5 embeddings, extractive chat). Everything goes through Open WebUI's REST API:
-admin sign-up, a knowledge base, a French document upload, then a chat question with an inflected form.
+"""End to end through the REAL Open WebUI 0.12.4 server, patched, with the settings of `make up` / the chart.
 
-Open WebUI's settings come from charts/ragfr/files/openwebui-env.yaml (the one documented place), with
-only what this machine requires overridden: the e5 test double instead of bge-m3 (384 dims), no
-cross-encoder (none can be downloaded offline: Open WebUI then re-scores by embeddings), and the LLM side
-tasks (query/title/tag generation) off because the double is not a language model.
+Everything goes through Open WebUI's REST API: admin sign-up, a knowledge base, upload of a French contract
+(long enough for several chunks with the settings file's CHUNK_SIZE), then chat questions with the knowledge
+attached. What the analyst gets is checked against what ragfr logged and what reached the chat model:
+  - the question as asked is what ragfr searched (its search log's terms are the question's own);
+  - an answerable question: the right passage reaches the model and is cited, ONE chat request;
+  - an off-domain question: the fixed French refusal + the closest passages, ZERO chat requests.
+
+Overrides of the settings file: only those `scripts/up.sh` makes on a machine without Ollama (see
+tests/owui/stack.py: database, the e5 test double and its prefixes, no downloadable cross-encoder).
+None changes retrieval behaviour; query generation, chunking and side tasks are the settings file's.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from .conftest import OWUI_PYTHON, REPO, owui_env
+from ragfr.analysis.french import query_terms
+from ragfr.owui.chat_gate import CLOSEST, REFUSAL
+from ragfr.retrieval.gate import GateConfig
+
+from .stack import Server, answer_text, ask, call, knowledge_base, passages
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]
 
-ENV_FILE = REPO / "charts" / "ragfr" / "files" / "openwebui-env.yaml"
-EMBED_NAME = "multilingual-e5-small-test-double"
-CHAT_MODEL = "ragfr-extractive-test-double"
 DOCUMENT = """Conditions générales de l'assurance habitation Sérénité
 
 Article 1 - Objet du contrat. Le présent contrat garantit votre résidence principale contre l'incendie, \
-les dégâts des eaux et les catastrophes naturelles reconnues par arrêté.
+les dégâts des eaux et les catastrophes naturelles reconnues par arrêté interministériel. Les dépendances \
+situées à la même adresse sont couvertes lorsque leur surface est déclarée aux conditions particulières.
 
-Article 2 - Déclaration. Tout sinistre doit être déclaré à l'assureur par écrit dans un délai de cinq \
-jours ouvrés à compter de sa découverte, par lettre recommandée ou sur l'espace client.
+Article 2 - Déclaration des sinistres. Tout sinistre doit être déclaré à l'assureur par écrit dans un délai \
+de cinq jours ouvrés à compter de sa découverte, par lettre recommandée ou sur l'espace client. Passé ce \
+délai, l'assuré perd le bénéfice de la garantie si le retard a causé un préjudice à l'assureur.
 
-Article 3 - Vol. Le vol de bijoux n'est couvert que si les objets étaient rangés dans un coffre-fort agréé \
-et en cas d'effraction constatée par les autorités.
+Article 3 - Vol. En cas de vol, l'assuré dépose plainte auprès des autorités de police dans les vingt-quatre \
+heures et déclare le vol à l'assureur dans un délai de deux jours ouvrés. Le vol de bijoux n'est couvert que \
+si les objets étaient rangés dans un coffre-fort agréé et en cas d'effraction constatée par les autorités.
 
-Article 4 - Franchise. Une franchise de 150 euros reste à la charge de l'assuré pour chaque événement, \
-sauf en cas de catastrophe naturelle où la franchise légale s'applique.
+Article 4 - Franchise. Une franchise de 150 euros reste à la charge de l'assuré pour chaque événement, sauf \
+en cas de catastrophe naturelle où la franchise légale s'applique. La franchise est déduite de l'indemnité.
 
-Article 5 - Résiliation. Vous pouvez résilier le contrat chaque année à la date d'échéance, avec un \
-préavis de deux mois, ou à tout moment après la première année.
+Article 5 - Résiliation. Vous pouvez résilier le contrat chaque année à la date d'échéance, avec un préavis \
+de deux mois, ou à tout moment après la première année, sans frais ni pénalités, par lettre ou par courriel.
+
+Article 6 - Expertise. En cas de désaccord sur le montant des dommages, chaque partie désigne son expert ; \
+si les experts ne s'accordent pas, ils en choisissent un troisième et les frais sont partagés par moitié.
+
+Article 7 - Indemnisation. L'indemnité est versée dans les trente jours suivant l'accord des parties ou la \
+décision de justice devenue définitive. Le mobilier est indemnisé en valeur à neuf pendant cinq ans.
 """
-QUESTION = "Quels délais pour mes sinistres ?"
+FILENAME = "conditions-generales.txt"
+ANSWERABLE = "Dans quel délai dois-je déclarer un vol ?"
+THEFT_SENTENCE = "déclare le vol à l'assureur dans un délai de deux jours ouvrés"
+OFF_DOMAIN = "Quelle est la capitale du Pérou ?"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@pytest.fixture(scope="module")
+def contract(owui_server: Server, admin_token: str) -> tuple[Server, str, str]:
+    kb = knowledge_base(owui_server, admin_token, "Contrats", {FILENAME: DOCUMENT})
+    return owui_server, admin_token, kb
 
 
-def call(method: str, url: str, body: Any = None, token: str | None = None, *, raw: bytes | None = None,
-         content_type: str = "application/json", timeout: float = 300) -> Any:
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", content_type)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as err:
-        raise AssertionError(f"{method} {url} -> {err.code}: {err.read()[:2000]!r}") from err
+def test_the_contract_is_several_chunks(contract: tuple[Server, str, str]) -> None:
+    import psycopg
+
+    server, _, kb = contract
+    with psycopg.connect(server.dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM document_chunk WHERE collection_name = %s", (kb,)).fetchone()
+    assert row is not None and row[0] >= 2, "the document must be several chunks, or retrieval proves nothing"
 
 
-def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"{url} exited with {proc.returncode}:\n{log.read_text(errors='replace')[-4000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"{url} not up after {seconds:.0f}s:\n{log.read_text(errors='replace')[-4000:]}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-@pytest.fixture
-def ollama_double(tmp_path: Path) -> Iterator[str]:
-    port_file, log = tmp_path / "double.port", tmp_path / "double.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ragfr_tools.devserver", "--port", "0", "--port-file", str(port_file),
-             "--embedding-model-name", EMBED_NAME],
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while not port_file.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert port_file.exists(), log.read_text(errors="replace")
-        url = f"http://127.0.0.1:{port_file.read_text().strip()}"
-        wait_until_up(url + "/api/version", proc, log, 30)
-        yield url
-    finally:
-        stop(proc)
-
-
-@pytest.fixture
-def open_webui(
-    tmp_path: Path, owui_site_packages: Path, patched_tree: Path, migrated_db: Any, ollama_double: str
-) -> Iterator[str]:
-    dsn = str(migrated_db(dims=384, model="local:multilingual-e5-small"))
-    settings = {k: str(v) for k, v in yaml.safe_load(ENV_FILE.read_text(encoding="utf-8")).items()}
-    settings.update(
-        PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH="384",
-        RAG_EMBEDDING_MODEL=EMBED_NAME,
-        OLLAMA_BASE_URL=ollama_double,
-        RAG_OLLAMA_BASE_URL=ollama_double,
-        RAG_EMBEDDING_QUERY_PREFIX="query: ",
-        RAG_EMBEDDING_CONTENT_PREFIX="passage: ",
-        RAG_RERANKING_MODEL="",
-        ENABLE_RETRIEVAL_QUERY_GENERATION="false",
-        ENABLE_TITLE_GENERATION="false",
-        ENABLE_TAGS_GENERATION="false",
-        ENABLE_FOLLOW_UP_GENERATION="false",
-        ENABLE_AUTOCOMPLETE_GENERATION="false",
-        CHUNK_SIZE="300",
-        CHUNK_OVERLAP="0",
-    )
-    env = owui_env(tmp=tmp_path, site=owui_site_packages, dsn=dsn, dims=384, patched_root=patched_tree,
-                   extra=settings)
-    env.update(PGVECTOR_DB_URL=dsn, PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH="384")
-    port, log = free_port(), tmp_path / "open-webui.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(OWUI_PYTHON), "-m", "uvicorn", "open_webui.main:app", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_up(url + "/health", proc, log, 240)
-        yield url
-    finally:
-        stop(proc)
-        print(log.read_text(errors="replace")[-3000:])
-
-
-def multipart(filename: str, content: bytes) -> tuple[bytes, str]:
-    boundary = uuid.uuid4().hex
-    body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
-        "Content-Type: text/plain\r\n\r\n"
-    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
-    return body, f"multipart/form-data; boundary={boundary}"
-
-
-def test_french_question_through_open_webui_rest_api(open_webui: str) -> None:
-    api = open_webui + "/api/v1"
-    admin = call("POST", api + "/auths/signup",
-                 {"name": "Admin", "email": "admin@example.org", "password": "ragfr-e2e-Passw0rd!"})
-    token = admin["token"]
-    assert admin["role"] == "admin"
-
-    kb = call("POST", api + "/knowledge/create", {"name": "Contrats", "description": "assurance habitation"}, token)
-    raw, ctype = multipart("conditions-generales.txt", DOCUMENT.encode("utf-8"))
-    uploaded = call("POST", api + "/files/?process=true&process_in_background=false", token=token, raw=raw,
-                    content_type=ctype)
-    added = call("POST", f"{api}/knowledge/{kb['id']}/file/add", {"file_id": uploaded["id"]}, token)
-    assert added is not None
-
-    reply = call("POST", open_webui + "/api/chat/completions", {
-        "model": f"{CHAT_MODEL}:latest",  # Ollama names carry a tag; Open WebUI lists them so
-        "stream": False,
-        "messages": [{"role": "user", "content": QUESTION}],
-        "files": [{"type": "collection", "id": kb["id"]}],
-    }, token)
-    sources = reply.get("sources") or []
-    assert sources, f"no sources in the reply: {json.dumps(reply)[:2000]}"
-    documents = [d for s in sources for d in s["document"]]
-    metadatas = [m for s in sources for m in s["metadata"]]
-    print("sources:", json.dumps([{"text": d[:60], **{k: v for k, v in m.items() if k.startswith("ragfr_")}}
-                                  for d, m in zip(documents, metadatas, strict=True)], ensure_ascii=False, indent=1))
-    assert 1 <= len(documents) <= 3, documents
-    # Every chunk served came through ragfr, with its component ranks.
-    for meta in metadatas:
-        assert "ragfr_rrf_score" in meta and "ragfr_lexical_rank" in meta and "ragfr_semantic_rank" in meta, meta
-    declaration = [m for d, m in zip(documents, metadatas, strict=True) if "Tout sinistre doit être déclaré" in d]
-    assert declaration, f"the Article 2 chunk is missing from the sources: {documents}"
-    # "sinistres" and "délais" reach "sinistre" / "délai" only through the French lexical arm.
-    assert declaration[0]["ragfr_lexical_rank"] == 1, declaration[0]
-    answer = reply["choices"][0]["message"]["content"]
+def test_answerable_question_is_searched_as_asked_and_cited(contract: tuple[Server, str, str]) -> None:
+    server, token, kb = contract
+    searches_before, chats_before = len(server.log_events("search")), server.double.chat_requests()
+    reply = ask(server, token, ANSWERABLE, kb)
+    chats = server.double.chat_requests() - chats_before
+    answer = answer_text(reply)
     print("answer:", answer)
-    assert "sinistre" in answer, answer
+
+    # The question as asked is what ragfr searched: no model rewrite (ENABLE_RETRIEVAL_QUERY_GENERATION off).
+    searches = server.log_events("search")[searches_before:]
+    assert searches, "ragfr logged no search for the question"
+    assert [s["settings"]["query_terms"] for s in searches] == [query_terms(ANSWERABLE)] * len(searches), searches
+
+    # Above the gate: at most three passages, the theft article among them, the model called once.
+    got = passages(reply)
+    print("sources:", json.dumps([{"text": d[:70], **{k: v for k, v in m.items() if k.startswith("ragfr_")}}
+                                  for d, m in got], ensure_ascii=False, indent=1))
+    assert 1 <= len(got) <= 3, got
+    assert any(THEFT_SENTENCE in d for d, _ in got), [d[:80] for d, _ in got]
+    assert all(m["ragfr_gate"] == "answer" for _, m in got)
+    assert chats == 1, f"{chats} chat requests reached the model"
+    # The reply quotes the theft sentence and cites its source ([1] = the one file attached).
+    assert THEFT_SENTENCE in answer and "[1]" in answer, answer
+
+    gate = server.log_events("gate")[-1]
+    expected = GateConfig.for_scale("rrf")
+    assert gate["decision"] == "answer" and gate["scale"] == "rrf"
+    assert gate["evidence_threshold"] == expected.evidence_threshold and gate["top_score"] >= expected.evidence_threshold
+    assert gate["query_terms"] == query_terms(ANSWERABLE)
+
+
+def test_off_domain_question_is_refused_without_a_model_call(contract: tuple[Server, str, str]) -> None:
+    server, token, kb = contract
+    searches_before, chats_before = len(server.log_events("search")), server.double.chat_requests()
+    reply = ask(server, token, OFF_DOMAIN, kb)
+    chats = server.double.chat_requests() - chats_before
+    answer = answer_text(reply)
+    print("answer:", answer)
+
+    assert chats == 0, f"{chats} chat requests reached the model below the evidence gate"
+    assert answer.startswith(REFUSAL) and CLOSEST in answer and FILENAME in answer, answer
+    searches = server.log_events("search")[searches_before:]
+    assert searches and all(s["settings"]["query_terms"] == query_terms(OFF_DOMAIN) for s in searches), searches
+
+    gate = server.log_events("gate")[-1]
+    assert gate["decision"] == "refuse" and gate["top_score"] < gate["evidence_threshold"], gate
+    # The decision travels with the sources shown under the refusal, for the operator.
+    got = passages(reply)
+    assert 1 <= len(got) <= 3
+    for _, meta in got:
+        assert meta["ragfr_gate"] == "refuse"
+        assert meta["ragfr_gate_top_score"] == gate["top_score"]
+        assert meta["ragfr_gate_evidence_threshold"] == gate["evidence_threshold"]
+        assert "below the evidence threshold" in meta["ragfr_gate_reason"]
+
+
+def test_streamed_refusal_is_the_same_message(contract: tuple[Server, str, str]) -> None:
+    """The browser streams: the refusal must come back on that path too, still without a model call."""
+    import urllib.request
+
+    server, token, kb = contract
+    chats_before = server.double.chat_requests()
+    req = urllib.request.Request(server.url + "/api/chat/completions", method="POST", data=json.dumps({
+        "model": "ragfr-extractive-test-double:latest", "stream": True,
+        "messages": [{"role": "user", "content": OFF_DOMAIN}], "files": [{"type": "collection", "id": kb}],
+    }).encode(), headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        body = resp.read().decode("utf-8")
+    text = "".join(
+        (json.loads(line[5:]).get("choices") or [{}])[0].get("delta", {}).get("content") or ""
+        for line in body.splitlines() if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]")
+        and "choices" in line
+    )
+    assert text.startswith(REFUSAL), body[:2000]
+    assert server.double.chat_requests() == chats_before
+
+
+def test_no_knowledge_attached_is_not_gated(contract: tuple[Server, str, str]) -> None:
+    """Without an attachment there is no retrieval to judge: the chat model answers as usual."""
+    server, token, _ = contract
+    chats_before = server.double.chat_requests()
+    reply = call("POST", server.url + "/api/chat/completions", {
+        "model": "ragfr-extractive-test-double:latest", "stream": False,
+        "messages": [{"role": "user", "content": OFF_DOMAIN}]}, token)
+    assert not answer_text(reply).startswith(REFUSAL)
+    assert server.double.chat_requests() == chats_before + 1
+
+
+def test_settings_file_turns_query_generation_off() -> None:
+    from .stack import settings_file
+
+    settings = settings_file()
+    assert settings["ENABLE_RETRIEVAL_QUERY_GENERATION"] == "false"
+    assert settings["ENABLE_PERSISTENT_CONFIG"] == "false"
+
+

@@ -86,8 +86,12 @@ def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> Se
 def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
     hit = result.hits[index]
     extra: dict[str, Any] = {
+        "ragfr_chunk_id": hit.id,
         "ragfr_rank": index + 1,
         "ragfr_rrf_score": hit.rrf_score,
+        # The best score of this search, on every hit: Open WebUI keeps only a few of them after its own
+        # re-scoring, and the chat's evidence gate must judge the search, not the survivors.
+        "ragfr_top_rrf_score": result.hits[0].rrf_score,
         "ragfr_lexical_rank": hit.lexical_rank,
         "ragfr_semantic_rank": hit.semantic_rank,
         "ragfr_lexical_score": hit.lexical_score,

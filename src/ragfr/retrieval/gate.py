@@ -78,20 +78,21 @@ def score_of(hit: Hit, scale: Scale) -> float:
     return hit.rrf_score
 
 
+def decide(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[bool, str]:
+    """(grounded, reason) from the best score and whether any hit clears the noise floor. One rule for
+    `ragfr ask` and the chat (`ragfr.owui.chat_gate`)."""
+    if top is None:
+        return False, "no passage matched the query"
+    if top < gate.evidence_threshold:
+        return False, f"best {gate.scale} score {top:.5f} is below the evidence threshold {gate.evidence_threshold:.5f}"
+    if not any_kept:
+        return False, "every passage is below the noise floor"
+    return True, f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
+
+
 def assess(hits: list[Hit], gate: GateConfig) -> Evidence:
     scores = [(h.id, score_of(h, gate.scale)) for h in hits]
     kept = [h for h, (_, s) in zip(hits, scores, strict=True) if s >= gate.noise_floor]
     top = max((s for _, s in scores), default=None)
-    ev = Evidence(False, gate.scale, top, gate.noise_floor, gate.evidence_threshold, kept, scores)
-    if top is None:
-        ev.reason = "no passage matched the query"
-    elif top < gate.evidence_threshold:
-        ev.reason = (
-            f"best {gate.scale} score {top:.5f} is below the evidence threshold {gate.evidence_threshold:.5f}"
-        )
-    elif not kept:
-        ev.reason = "every passage is below the noise floor"
-    else:
-        ev.grounded = True
-        ev.reason = f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
-    return ev
+    grounded, reason = decide(top, bool(kept), gate)
+    return Evidence(grounded, gate.scale, top, gate.noise_floor, gate.evidence_threshold, kept, scores, reason)

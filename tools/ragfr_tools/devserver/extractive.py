@@ -32,10 +32,17 @@ def _text(message: dict[str, Any]) -> str:
     return str(content)
 
 
+def _context(text: str) -> str:
+    """Only what Open WebUI put inside <context>: its RAG template's instructions also spell `<source>`
+    tags (as examples), which must not be read as passages."""
+    start, end = text.rfind("<context>"), text.rfind("</context>")
+    return text[start:end] if 0 <= start < end else text
+
+
 def sources(messages: list[dict[str, Any]]) -> list[Source]:
     found = []
     for message in messages:
-        for match in _SOURCE.finditer(_text(message)):
+        for match in _SOURCE.finditer(_context(_text(message))):
             ident = _ID.search(match["attrs"])
             found.append(Source(ident["id"] if ident else None, match["body"].strip()))
     return found

@@ -2,6 +2,8 @@
 
 Routes: GET /, /api/version, /api/tags, /api/ps; POST /api/show, /api/embed, /api/embeddings,
 /api/chat (streamed NDJSON or one JSON object, as Ollama does), /api/generate.
+Not Ollama's: GET /ragfr/requests -> {"chat": N, "generate": N, "embed": N}, the requests received since
+start, so a test can prove that no request reached the chat model (the evidence gate's refusals).
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ class DoubleState:
         self.embedder = embedder
         self.embedding_model = embedding_model
         self.lock = threading.Lock()
+        self._counts = {"chat": 0, "generate": 0, "embed": 0}
+        self._counts_lock = threading.Lock()
+
+    def count(self, route: str) -> None:
+        with self._counts_lock:
+            self._counts[route] += 1
+
+    def counts(self) -> dict[str, int]:
+        with self._counts_lock:
+            return dict(self._counts)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         queries = [i for i, t in enumerate(texts) if t.startswith(QUERY_PREFIX)]
@@ -117,6 +129,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"models": self.state.models()})
         elif path == "/api/ps":
             self._send(200, {"models": []})
+        elif path == "/ragfr/requests":
+            self._send(200, self.state.counts())
         else:
             self._send(404, {"error": f"not found: {path} (ragfr test double)"})
 
@@ -139,6 +153,9 @@ class Handler(BaseHTTPRequestHandler):
         if route is None:
             self._send(404, {"error": f"not found: {path} (ragfr test double)"})
             return
+        counted = {"/api/chat": "chat", "/api/generate": "generate", "/api/embed": "embed", "/api/embeddings": "embed"}
+        if path in counted:  # counted on arrival: a request for an unknown model still reached the "model"
+            self.state.count(counted[path])
         route(data)
 
     def _require_model(self, data: dict[str, Any], wanted: str) -> bool:

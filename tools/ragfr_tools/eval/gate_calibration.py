@@ -14,6 +14,13 @@ machines, so that run happens where the model is (docs/runbooks/calibrate-releva
     python -m ragfr_tools.eval.gate_calibration --dsn "$DATABASE_URL" [--embedder SPEC] [--reranker MODEL] [--json]
 
 The DSN's database receives the golden collection: use a scratch database, not production.
+
+With --collection NAME, nothing is ingested: the questions are scored on that existing collection, e.g. an
+Open WebUI knowledge base holding the golden documents uploaded as files named `<doc id>.txt` (a chunk's
+document is its `doc_id` metadata, else the stem of its `name`). Golden questions with metadata filters are
+left out there, because a chat cannot apply filters; --answerable-limit N keeps the first N answerable
+questions (by id). tests/owui/test_chat_rates.py compares these rates with Open WebUI's chat on the same
+collection.
 """
 
 from __future__ import annotations
@@ -74,28 +81,59 @@ def best_threshold(scored: list[Scored], key: str) -> Operating | None:
 
 
 def score_all(
-    dsn: str, embedder_spec: str, golden: Path, unanswerable: Path, reranker: Reranker | None = None
+    dsn: str, embedder_spec: str, golden: Path, unanswerable: Path, reranker: Reranker | None = None,
+    *, collection: str | None = None, answerable_limit: int | None = None,
 ) -> list[Scored]:
+    """Ingest the golden corpus (or, with `collection`, use that existing collection) and score both sides."""
     dataset = load_dataset(golden)
     embedder = load_embedder(embedder_spec)
+    with connect(dsn, autocommit=True) as conn:
+        if collection is None:
+            name, _ = ensure_ingested(conn, dataset, embedder, ChunkConfig(), progress=True)
+            return score_collection(conn, name, chunk_documents(conn, name), dataset, unanswerable, embedder,
+                                    reranker, with_filters=True, answerable_limit=answerable_limit)
+        return score_collection(conn, collection, collection_documents(conn, collection), dataset, unanswerable,
+                                embedder, reranker, with_filters=False, answerable_limit=answerable_limit)
+
+
+def collection_documents(conn: Any, collection: str) -> dict[str, str]:
+    """chunk id -> document id for any collection: the `doc_id` metadata (ragfr ingestion), else the stem
+    of the file `name` (an Open WebUI upload of `<doc id>.txt`)."""
+    rows = conn.execute(
+        "SELECT id, coalesce(vmetadata->>'doc_id', vmetadata->>'name') FROM document_chunk WHERE collection_name = %s",
+        (collection,),
+    ).fetchall()
+    return {str(chunk): Path(str(doc)).stem if "." in str(doc) else str(doc) for chunk, doc in rows if doc}
+
+
+def unanswerable_questions(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def score_collection(
+    conn: Any, collection: str, chunk_to_doc: dict[str, str], dataset: Any, unanswerable: Path, embedder: Any,
+    reranker: Reranker | None = None, *, with_filters: bool = True, answerable_limit: int | None = None,
+) -> list[Scored]:
+    """Production retrieval on `collection`. Answerable side: golden questions whose relevant document is
+    in the top 3 (at most `answerable_limit`, by id); without `with_filters`, questions with filters are
+    left out. Unanswerable side: every question of `unanswerable`."""
     config = SearchConfig(rerank=reranker is not None)
     out: list[Scored] = []
-    with connect(dsn, autocommit=True) as conn:
-        collection, _ = ensure_ingested(conn, dataset, embedder, ChunkConfig(), progress=True)
-        chunk_to_doc = chunk_documents(conn, collection)
-        for q in dataset.queries.values():
-            result = search(conn, q.text, collections=[collection], conditions=from_mapping(dict(q.filters)),
-                            embedder=embedder, config=config, reranker=reranker)
-            top3 = documents_ranking([h.id for h in result.hits], chunk_to_doc)[:3]
-            if not set(top3) & set(dataset.qrels.get(q.id, {})):
-                continue
-            out.append(_scored(q.id, True, result))
-        for line in unanswerable.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                item = json.loads(line)
-                result = search(conn, item["text"], collections=[collection], embedder=embedder, config=config,
-                                reranker=reranker)
-                out.append(_scored(item["_id"], False, result))
+    for q in sorted(dataset.queries.values(), key=lambda q: q.id):
+        if answerable_limit is not None and len(out) >= answerable_limit:
+            break
+        if q.filters and not with_filters:
+            continue
+        result = search(conn, q.text, collections=[collection], conditions=from_mapping(dict(q.filters)),
+                        embedder=embedder, config=config, reranker=reranker)
+        top3 = documents_ranking([h.id for h in result.hits], chunk_to_doc)[:3]
+        if not set(top3) & set(dataset.qrels.get(q.id, {})):
+            continue
+        out.append(_scored(q.id, True, result))
+    for item in unanswerable_questions(unanswerable):
+        result = search(conn, item["text"], collections=[collection], embedder=embedder, config=config,
+                        reranker=reranker)
+        out.append(_scored(item["_id"], False, result))
     return out
 
 
@@ -155,11 +193,16 @@ def main(argv: list[str] | None = None) -> int:
                    "calibrates RAG_RELEVANCE_THRESHOLD and RAGFR_GATE_CE_EVIDENCE")
     p.add_argument("--golden", type=Path, default=REPO / "eval" / "golden")
     p.add_argument("--unanswerable", type=Path, default=REPO / "eval" / "gate" / "unanswerable.jsonl")
+    p.add_argument("--collection", help="score this existing collection instead of ingesting the golden corpus "
+                   "(e.g. an Open WebUI knowledge base id holding the golden documents as <doc id>.txt files); "
+                   "golden questions with filters are left out")
+    p.add_argument("--answerable-limit", type=int, help="keep the first N answerable golden questions (by id)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     try:
         reranker = load_reranker(args.reranker) if args.reranker else None
-        out = report(score_all(args.dsn, args.embedder, args.golden, args.unanswerable, reranker))
+        out = report(score_all(args.dsn, args.embedder, args.golden, args.unanswerable, reranker,
+                               collection=args.collection, answerable_limit=args.answerable_limit))
     except RagfrError as exc:
         print(f"gate_calibration: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -1,0 +1,249 @@
+"""The evidence gate in Open WebUI's chat: what the patched middleware and main.py call.
+
+Where it sits (patches/open-webui, docs/decisions/0004): Open WebUI's `process_chat_payload` has just
+retrieved the passages of the attached knowledge (through ragfr's hybrid search) and is about to put
+them into the model's context; `gate()` decides there, with the thresholds of `ragfr ask`
+(`ragfr.retrieval.gate`). Then `main.chat_completion` asks `refusal_response()` before the chat-model
+call: below the gate it returns a fixed French message (and the closest passages with their file
+names) in place of the model's reply, so no request reaches the model.
+
+Scores
+  rrf (default)    the best RRF score of each ragfr search, stamped on every passage by the adapter
+                   (`ragfr_top_rrf_score`): Open WebUI's own re-scoring after ragfr keeps only a few
+                   candidates and must not change the gate's input. Per passage: `ragfr_rrf_score`.
+  cross-encoder    only when Open WebUI ran its reranker AND RAGFR_GATE_CE_EVIDENCE is set (a calibrated
+                   logit, docs/runbooks/calibrate-relevance-threshold.md): Open WebUI's reranker scores
+                   are sigmoids, turned back into logits to compare with the thresholds.
+Fails closed: a request that searched attached knowledge but got no passage ragfr scored (search error,
+Open WebUI's legacy fallback), or an error inside the gate, is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ragfr.analysis.french import query_terms
+from ragfr.retrieval.gate import GateConfig, Scale, decide
+
+log = logging.getLogger("ragfr.gate")
+
+REFUSAL = "Les documents joints ne permettent pas de répondre à cette question."
+NO_PASSAGE = "Aucun passage des documents joints ne correspond à la question."
+CLOSEST = "Passages les plus proches :"
+MAX_KEPT = 3  # passages the model receives at most
+MAX_SHOWN = 3  # closest passages listed under a refusal
+EXCERPT_CHARS = 220
+METADATA_KEY = "ragfr_gate"  # where the decision travels in Open WebUI's request metadata
+SEARCHED_TYPES = ("collection", "file")
+
+
+@dataclass
+class Passage:
+    source: int  # index in Open WebUI's sources list
+    index: int  # index inside that source's documents
+    text: str
+    metadata: dict[str, Any]
+    score: float | None = None
+
+    @property
+    def file(self) -> str:
+        m = self.metadata
+        return str(m.get("name") or m.get("source") or m.get("file_id") or "?")
+
+
+@dataclass
+class Decision:
+    grounded: bool
+    scale: Scale
+    top_score: float | None
+    evidence_threshold: float
+    noise_floor: float
+    reason: str
+    passages: list[dict[str, Any]] = field(default_factory=list)  # what was kept (answer) or shown (refusal)
+    message: str | None = None  # the reply that replaces the model's when refused
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def source_metadata(self) -> dict[str, Any]:
+        return {
+            "ragfr_gate": "answer" if self.grounded else "refuse",
+            "ragfr_gate_scale": self.scale,
+            "ragfr_gate_top_score": self.top_score,
+            "ragfr_gate_evidence_threshold": self.evidence_threshold,
+            "ragfr_gate_noise_floor": self.noise_floor,
+            "ragfr_gate_reason": self.reason,
+        }
+
+
+def searches_knowledge(files: list[dict[str, Any]] | None) -> bool:
+    """Attachments Open WebUI retrieves from by search (not whole documents put in the context)."""
+    return any(
+        isinstance(f, dict) and f.get("type") in SEARCHED_TYPES and f.get("context") != "full" for f in files or []
+    )
+
+
+def _passages(sources: list[dict[str, Any]]) -> list[Passage]:
+    out = []
+    for s, source in enumerate(sources):
+        metadatas = source.get("metadata") or []
+        for i, text in enumerate(source.get("document") or []):
+            meta = metadatas[i] if i < len(metadatas) and isinstance(metadatas[i], dict) else {}
+            if "ragfr_rrf_score" in meta:
+                out.append(Passage(s, i, str(text), meta))
+    return out
+
+
+def _logit(p: float) -> float:
+    p = min(max(float(p), 1e-12), 1 - 1e-12)
+    return math.log(p / (1 - p))
+
+
+def scale_for(reranked: bool) -> Scale:
+    """RRF unless Open WebUI's cross-encoder ran and its threshold was calibrated (set explicitly)."""
+    return "cross-encoder" if reranked and os.environ.get("RAGFR_GATE_CE_EVIDENCE") else "rrf"
+
+
+def assess(passages: list[Passage], scale: Scale) -> Decision:
+    gate = GateConfig.for_scale(scale)
+    if scale == "cross-encoder":
+        for p in passages:
+            p.score = _logit(p.metadata["score"]) if p.metadata.get("score") is not None else None
+        tops = [p.score for p in passages if p.score is not None]
+    else:
+        for p in passages:
+            p.score = float(p.metadata["ragfr_rrf_score"])
+        tops = [float(p.metadata.get("ragfr_top_rrf_score", p.score or 0.0)) for p in passages]
+    top = max(tops, default=None)
+    kept = [p for p in passages if p.score is not None and p.score >= gate.noise_floor][:MAX_KEPT]
+    grounded, reason = decide(top, bool(kept), gate)
+    shown = kept if grounded else passages[:MAX_SHOWN]
+    decision = Decision(grounded, scale, top, gate.evidence_threshold, gate.noise_floor, reason,
+                        [{"file": p.file, "chunk": p.metadata.get("ragfr_chunk_id"), "score": p.score,
+                          "rrf_score": p.metadata.get("ragfr_rrf_score")} for p in shown])
+    if not grounded:
+        decision.message = refusal_text(shown)
+    return decision
+
+
+def refusal_text(shown: list[Passage]) -> str:
+    if not shown:
+        return f"{REFUSAL}\n\n{NO_PASSAGE}"
+    lines = [REFUSAL, "", CLOSEST]
+    for n, p in enumerate(shown, 1):
+        excerpt = " ".join(p.text.split())
+        if len(excerpt) > EXCERPT_CHARS:
+            excerpt = excerpt[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
+        lines.append(f"{n}. **{p.file}** — « {excerpt} »")
+    return "\n".join(lines)
+
+
+def _select(sources: list[dict[str, Any]], chosen: list[Passage], decision: Decision,
+            keep_others: bool) -> list[dict[str, Any]]:
+    """Open WebUI's sources reduced to `chosen` passages (same order), each carrying the decision."""
+    wanted = {(p.source, p.index) for p in chosen}
+    out = []
+    for s, source in enumerate(sources):
+        metadatas = source.get("metadata") or []
+        docs = source.get("document") or []
+        is_ragfr = any(isinstance(m, dict) and "ragfr_rrf_score" in m for m in metadatas)
+        if not is_ragfr:
+            if keep_others:
+                out.append(source)
+            continue
+        idx = [i for i in range(len(docs)) if (s, i) in wanted]
+        if not idx:
+            continue
+        reduced = {**source, "document": [docs[i] for i in idx],
+                   "metadata": [{**metadatas[i], **decision.source_metadata()} for i in idx]}
+        if isinstance(source.get("distances"), list):
+            reduced["distances"] = [source["distances"][i] for i in idx if i < len(source["distances"])]
+        out.append(reduced)
+    return out
+
+
+def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: str, searched: bool,
+         reranked: bool) -> list[dict[str, Any]]:
+    """Decide on the retrieved passages; return the sources the model (or the refusal) gets.
+
+    Not gated (sources returned unchanged): no attachment searched and no passage from ragfr."""
+    passages = _passages(sources)
+    if not passages and not (searched and searches_knowledge(metadata.get("files"))):
+        return sources
+    started = time.perf_counter()
+    try:
+        decision = assess(passages, scale_for(reranked))
+    except Exception as exc:  # fail closed: no evidence we can vouch for, no model call
+        log.exception("ragfr: evidence gate failed; refusing")
+        gate_cfg = GateConfig.for_scale("rrf")
+        decision = Decision(False, "rrf", None, gate_cfg.evidence_threshold, gate_cfg.noise_floor,
+                            f"evidence gate error: {type(exc).__name__}")
+        decision.message = refusal_text([])
+    metadata[METADATA_KEY] = decision.to_json()
+    _log(decision, metadata, question, started)
+    if decision.grounded:
+        kept_keys = {(p["file"], p["chunk"]) for p in decision.passages}
+        chosen = [p for p in passages if (p.file, p.metadata.get("ragfr_chunk_id")) in kept_keys][:MAX_KEPT]
+        return _select(sources, chosen, decision, keep_others=True)
+    if not passages:
+        # Nothing retrieved: one citation-less source so the decision still travels with the message.
+        return [{"source": {"id": "ragfr-evidence-gate", "name": "ragfr evidence gate"},
+                 "document": [decision.reason], "metadata": [decision.source_metadata()]}]
+    return _select(sources, passages[:MAX_SHOWN], decision, keep_others=False)
+
+
+def _log(decision: Decision, metadata: dict[str, Any], question: str, started: float) -> None:
+    log.info(json.dumps({
+        "event": "gate", "decision": "answer" if decision.grounded else "refuse",
+        "scale": decision.scale, "top_score": decision.top_score,
+        "evidence_threshold": decision.evidence_threshold, "noise_floor": decision.noise_floor,
+        "reason": decision.reason, "passages": decision.passages, "query_terms": query_terms(question),
+        "chat_id": metadata.get("chat_id") or None, "message_id": metadata.get("message_id"),
+        "ms": round((time.perf_counter() - started) * 1000, 3),
+    }, ensure_ascii=False, default=str))
+
+
+def refused(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    decision = (metadata or {}).get(METADATA_KEY)
+    return decision if isinstance(decision, dict) and not decision.get("grounded") else None
+
+
+def refusal_response(form_data: dict[str, Any], metadata: dict[str, Any] | None,
+                     streaming_response: Callable[..., Any]) -> Any | None:
+    """The reply that replaces the chat model's below the gate (OpenAI format, as Open WebUI converts
+    Ollama's); None above it or when nothing was gated."""
+    decision = refused(metadata)
+    if decision is None:
+        return None
+    text = str(decision.get("message") or REFUSAL)
+    model = str(form_data.get("model") or "")
+    if form_data.get("stream"):
+        return streaming_response(_sse(model, text), media_type="text/event-stream",
+                                  headers={"X-Ragfr-Gate": "refuse"})
+    return {**_envelope(model, "chat.completion"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+def _envelope(model: str, obj: str, ident: str | None = None) -> dict[str, Any]:
+    return {"id": ident or f"ragfr-gate-{uuid.uuid4()}", "object": obj, "created": int(time.time()),
+            "model": model}
+
+
+def _sse(model: str, text: str) -> Iterator[str]:
+    ident = f"ragfr-gate-{uuid.uuid4()}"
+    first = {**_envelope(model, "chat.completion.chunk", ident),
+             "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]}
+    last = {**_envelope(model, "chat.completion.chunk", ident),
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    yield f"data: {json.dumps(first, ensure_ascii=False)}\n\n"
+    yield f"data: {json.dumps(last)}\n\n"
+    yield "data: [DONE]\n\n"

@@ -1,0 +1,210 @@
+"""One Open WebUI 0.12.4 server run as `make up` runs it with the e5 test double, for the owui tests.
+
+Settings: charts/ragfr/files/openwebui-env.yaml (the one settings file of the chart and `make up`), then
+exactly the values `scripts/up.sh` computes or overrides on a machine without Ollama:
+  PGVECTOR_DB_URL / PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH=384   our migrated database, e5's width;
+  OLLAMA_BASE_URL / RAG_OLLAMA_BASE_URL / RAG_EMBEDDING_MODEL    the Ollama-API test double and its e5 model;
+  RAG_EMBEDDING_QUERY_PREFIX / RAG_EMBEDDING_CONTENT_PREFIX      e5's "query: " / "passage: " sides;
+  RAG_RERANKING_MODEL=""                                         no cross-encoder can be downloaded offline
+                                                                 (Open WebUI then re-scores by embeddings).
+Nothing else: retrieval behaviour (query generation, chunking, top-k, hybrid search, side tasks) is the
+settings file's. The chat "model" is the double (not a language model: it quotes the context sentence
+sharing most French lexemes with the question, with its [source id]); it counts the chat requests it
+receives (GET /ragfr/requests), which is how the tests prove that a refusal called no model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tests.support.paths import REPO
+
+from .conftest import OWUI_PYTHON, owui_env
+
+ENV_FILE = REPO / "charts" / "ragfr" / "files" / "openwebui-env.yaml"
+EMBED_NAME = "multilingual-e5-small-test-double"
+CHAT_MODEL = "ragfr-extractive-test-double:latest"  # Ollama names carry a tag; Open WebUI lists them so
+E5_SPACE = "local:multilingual-e5-small"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def call(method: str, url: str, body: Any = None, token: str | None = None, *, raw: bytes | None = None,
+         content_type: str = "application/json", timeout: float = 300) -> Any:
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", content_type)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as err:
+        raise AssertionError(f"{method} {url} -> {err.code}: {err.read()[:2000]!r}") from err
+
+
+def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"{url} exited with {proc.returncode}:\n{log.read_text(errors='replace')[-4000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} not up after {seconds:.0f}s:\n{log.read_text(errors='replace')[-4000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def settings_file() -> dict[str, str]:
+    return {k: str(v) for k, v in yaml.safe_load(ENV_FILE.read_text(encoding="utf-8")).items()}
+
+
+@dataclass
+class Double:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def chat_requests(self) -> int:
+        counts = call("GET", self.url + "/ragfr/requests")
+        return int(counts["chat"]) + int(counts["generate"])
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    double: Double
+    dsn: str
+
+    def log_events(self, event: str) -> list[dict[str, Any]]:
+        """ragfr's JSON log lines of one kind ("search", "gate") from Open WebUI's output, in order."""
+        out = []
+        for line in self.log.read_text(encoding="utf-8", errors="replace").splitlines():
+            if f'"event": "{event}"' in line:
+                out.append(json.loads(line[line.index("{"):]))
+        return out
+
+
+def start_double(tmp: Path) -> Double:
+    port_file, log = tmp / "double.port", tmp / "double.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragfr_tools.devserver", "--port", "0", "--port-file", str(port_file),
+             "--embedding-model-name", EMBED_NAME],
+            stdout=out, stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 120
+    while not port_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    if not port_file.exists():
+        stop(proc)
+        raise AssertionError(log.read_text(errors="replace"))
+    url = f"http://127.0.0.1:{port_file.read_text().strip()}"
+    wait_until_up(url + "/api/version", proc, log, 30)
+    return Double(url, proc, log)
+
+
+def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Double) -> Server:
+    settings = settings_file()
+    settings.update(
+        PGVECTOR_DB_URL=dsn,
+        PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH="384",
+        RAG_EMBEDDING_MODEL=EMBED_NAME,
+        OLLAMA_BASE_URL=double.url,
+        RAG_OLLAMA_BASE_URL=double.url,
+        RAG_EMBEDDING_QUERY_PREFIX="query: ",
+        RAG_EMBEDDING_CONTENT_PREFIX="passage: ",
+        RAG_RERANKING_MODEL="",
+    )
+    env = owui_env(tmp=tmp, site=site, dsn=dsn, dims=384, patched_root=patched, extra=settings)
+    port, log = free_port(), tmp / "open-webui.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(OWUI_PYTHON), "-m", "uvicorn", "open_webui.main:app", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url + "/health", proc, log, 240)
+    except AssertionError:
+        stop(proc)
+        raise
+    return Server(url, proc, log, double, dsn)
+
+
+def multipart(filename: str, content: bytes) -> tuple[bytes, str]:
+    boundary = uuid.uuid4().hex
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+        "Content-Type: text/plain\r\n\r\n"
+    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def sign_up_admin(server: Server) -> str:
+    admin = call("POST", server.url + "/api/v1/auths/signup",
+                 {"name": "Admin", "email": "admin@example.org", "password": "ragfr-e2e-Passw0rd!"})
+    assert admin["role"] == "admin"
+    return str(admin["token"])
+
+
+def knowledge_base(server: Server, token: str, name: str, files: dict[str, str]) -> str:
+    """A knowledge base holding `files` (name -> text), each uploaded and processed by Open WebUI."""
+    api = server.url + "/api/v1"
+    kb = call("POST", api + "/knowledge/create", {"name": name, "description": name}, token)
+    for filename, text in files.items():
+        raw, ctype = multipart(filename, text.encode("utf-8"))
+        uploaded = call("POST", api + "/files/?process=true&process_in_background=false", token=token, raw=raw,
+                        content_type=ctype)
+        call("POST", f"{api}/knowledge/{kb['id']}/file/add", {"file_id": uploaded["id"]}, token)
+    return str(kb["id"])
+
+
+def ask(server: Server, token: str, question: str, kb_id: str) -> dict[str, Any]:
+    reply: dict[str, Any] = call("POST", server.url + "/api/chat/completions", {
+        "model": CHAT_MODEL,
+        "stream": False,
+        "messages": [{"role": "user", "content": question}],
+        "files": [{"type": "collection", "id": kb_id}],
+    }, token)
+    return reply
+
+
+def answer_text(reply: dict[str, Any]) -> str:
+    return str(reply["choices"][0]["message"]["content"])
+
+
+def passages(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(d, m) for s in reply.get("sources") or [] for d, m in zip(s["document"], s["metadata"], strict=True)]
+
+
+CITATION = re.compile(r"\[(\d+)\]")

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,12 +137,10 @@ def run_probe(owui_site_packages: Path, tmp_path: Path) -> Probe:
     return run
 
 
-@pytest.fixture(scope="session")
-def owui_server(
-    owui_site_packages: Path, patched_tree: Path, pg_dsn: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    """ONE patched Open WebUI server (with the test double) for the API tests of this session: Open WebUI
-    takes ~30 s to start on two cores. Its own freshly migrated e5 database."""
+@contextmanager
+def running_stack(site: Path, patched: Path, pg_dsn: str, tmp: Path) -> Iterator[Server]:
+    """The Ollama-API test double + one patched Open WebUI server (settings of `make up`, tests/owui/stack.py)
+    on its own freshly migrated e5 database; everything stopped and dropped afterwards."""
     from ragfr.db.migrate import migrate
 
     from .stack import E5_SPACE, start_double, start_open_webui, stop
@@ -150,20 +149,30 @@ def owui_server(
     with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
     dsn = with_database(pg_dsn, name)
-    migrate(dsn, 384, E5_SPACE)
-    tmp = tmp_path_factory.mktemp("owui-server")
-    double = start_double(tmp)
     try:
-        server = start_open_webui(tmp, owui_site_packages, patched_tree, dsn, double)
+        migrate(dsn, 384, E5_SPACE)
+        double = start_double(tmp)
         try:
-            yield server
+            server = start_open_webui(tmp, site, patched, dsn, double)
+            try:
+                yield server
+            finally:
+                stop(server.proc)
+                print(server.log.read_text(errors="replace")[-3000:])
         finally:
-            stop(server.proc)
-            print(server.log.read_text(errors="replace")[-3000:])
+            stop(double.proc)
     finally:
-        stop(double.proc)
         with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def owui_server(
+    owui_site_packages: Path, patched_tree: Path, pg_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """ONE server for the API tests of the session (Open WebUI takes ~30 s to start on two cores)."""
+    with running_stack(owui_site_packages, patched_tree, pg_dsn, tmp_path_factory.mktemp("owui-server")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

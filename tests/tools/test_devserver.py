@@ -94,3 +94,28 @@ def test_extractive_answer_reads_a_template_in_the_user_message() -> None:
     messages = [{"role": "user", "content": CONTEXT + "\nQuelle franchise ?"}]
     assert answer(messages) == "La franchise est de 150 euros. [2]"
     assert answer([{"role": "user", "content": "Quelle franchise ?"}]) == NO_ANSWER
+
+
+def test_counts_the_requests_that_reach_the_model(url: str) -> None:
+    """The count the gate tests rely on: every /api/chat and /api/generate request, even a refused one."""
+
+    def counts() -> dict[str, int]:
+        with urllib.request.urlopen(url + "/ragfr/requests", timeout=10) as resp:
+            return dict(json.loads(resp.read()))
+
+    before = counts()
+    post(url + "/api/chat", {"model": CHAT_MODEL, "messages": [{"role": "user", "content": "Bonjour"}], "stream": False})
+    post(url + "/api/chat", {"model": "no-such-model", "messages": []})
+    post(url + "/api/generate", {"model": CHAT_MODEL, "prompt": "Bonjour", "stream": False})
+    after = counts()
+    assert after["chat"] - before["chat"] == 2 and after["generate"] - before["generate"] == 1
+    assert after["embed"] == before["embed"]
+
+
+def test_template_examples_of_source_tags_are_not_passages() -> None:
+    """Open WebUI's RAG template spells `<source id="1">` in its instructions, before <context>: only the
+    context's sources are passages (else the reply cited nothing)."""
+    template = ('Cite [id] only when the <source> tag has an id (e.g., <source id="1">).\n<context>\n'
+                '<source id="1" name="c.txt">Le vol est déclaré sous deux jours.</source>\n</context>\n')
+    assert answer([{"role": "user", "content": template + "Délai pour déclarer un vol ?"}]) == (
+        "Le vol est déclaré sous deux jours. [1]")

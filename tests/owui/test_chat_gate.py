@@ -1,0 +1,116 @@
+"""ragfr.owui.chat_gate on Open WebUI-shaped sources (no server): the decision, what the model gets, and that
+every failure refuses. The same code runs inside Open WebUI in tests/owui/test_e2e.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ragfr.owui import chat_gate
+from ragfr.owui.chat_gate import METADATA_KEY, NO_PASSAGE, REFUSAL, gate, refusal_response
+from ragfr.retrieval.gate import GateConfig
+
+RRF = GateConfig.for_scale("rrf")
+KB = [{"type": "collection", "id": "kb1"}]
+
+
+def source(*scores: tuple[float, float], name: str = "contrat.txt") -> dict[str, Any]:
+    """One Open WebUI source: passages with (own RRF, best RRF of the search)."""
+    return {
+        "source": {"type": "collection", "id": "kb1", "name": "Contrats"},
+        "document": [f"passage {i}" for i in range(len(scores))],
+        "metadata": [{"name": name, "source": name, "ragfr_chunk_id": f"c{i}", "ragfr_rrf_score": own,
+                      "ragfr_top_rrf_score": top} for i, (own, top) in enumerate(scores)],
+        "distances": [0.9 - i / 10 for i in range(len(scores))],
+    }
+
+
+def run(sources: list[dict[str, Any]], files: list[dict[str, Any]] | None = None, **kw: Any) -> tuple[Any, dict]:
+    metadata: dict[str, Any] = {"files": KB if files is None else files}
+    args = {"question": "Quel délai ?", "searched": True, "reranked": False, **kw}
+    return gate(metadata, sources, **args), metadata
+
+
+def test_above_the_gate_at_most_three_passages_above_the_noise_floor_reach_the_model() -> None:
+    top = RRF.evidence_threshold + 0.0005
+    scores = [(top, top), (0.02, top), (0.011, top), (0.019, top), (0.018, top)]
+    out, metadata = run([source(*scores)])
+    assert metadata[METADATA_KEY]["grounded"] is True
+    kept = out[0]["metadata"]
+    assert [m["ragfr_chunk_id"] for m in kept] == ["c0", "c1", "c3"]  # c2 (0.011) is below the 1/80 floor
+    assert len(out[0]["distances"]) == 3 and all(m["ragfr_gate"] == "answer" for m in kept)
+    assert refusal_response({"model": "m"}, metadata, object) is None
+
+
+def test_the_best_score_of_the_search_decides_even_when_open_webui_dropped_that_passage() -> None:
+    """Open WebUI re-scores ragfr's candidates and keeps a few: the gate judges the search's best RRF."""
+    survivors = [(0.016, RRF.evidence_threshold + 0.001), (0.015, RRF.evidence_threshold + 0.001)]
+    assert run([source(*survivors)])[1][METADATA_KEY]["grounded"] is True
+    weak = [(0.016, 0.0165)]
+    assert run([source(*weak)])[1][METADATA_KEY]["grounded"] is False
+
+
+def test_below_the_gate_a_fixed_french_refusal_lists_the_closest_passages_with_file_names() -> None:
+    out, metadata = run([source((0.016, 0.0164), (0.0159, 0.0164), (0.0158, 0.0164), (0.0157, 0.0164))])
+    decision = metadata[METADATA_KEY]
+    assert decision["grounded"] is False and "below the evidence threshold" in decision["reason"]
+    assert decision["message"].startswith(REFUSAL) and decision["message"].count("**contrat.txt**") == 3
+    assert all(m["ragfr_gate"] == "refuse" and m["ragfr_gate_top_score"] == 0.0164 for m in out[0]["metadata"])
+    reply = refusal_response({"model": "m", "stream": False}, metadata, object)
+    assert reply["choices"][0]["message"]["content"] == decision["message"]
+
+
+def test_streamed_refusal_is_openai_sse() -> None:
+    _, metadata = run([source((0.016, 0.0164))])
+    made: dict[str, Any] = {}
+
+    def streaming(body: Any, **kw: Any) -> Any:
+        made.update(kw, body=list(body))
+        return made
+
+    refusal_response({"model": "m", "stream": True}, metadata, streaming)
+    assert made["media_type"] == "text/event-stream" and made["body"][-1] == "data: [DONE]\n\n"
+    first = json.loads(made["body"][0][len("data: "):])
+    assert first["choices"][0]["delta"]["content"].startswith(REFUSAL)
+
+
+def test_knowledge_searched_but_nothing_from_ragfr_is_refused() -> None:
+    """Retrieval raised, or ragfr fell back to Open WebUI's legacy search (no ragfr scores): fail closed."""
+    legacy = {"source": {"id": "kb1"}, "document": ["x"], "metadata": [{"name": "contrat.txt"}]}
+    out, metadata = run([legacy])
+    assert metadata[METADATA_KEY]["grounded"] is False
+    assert metadata[METADATA_KEY]["message"] == f"{REFUSAL}\n\n{NO_PASSAGE}"
+    assert out[0]["metadata"][0]["ragfr_gate"] == "refuse"
+
+
+def test_an_error_inside_the_gate_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(chat_gate, "assess", broken)
+    _, metadata = run([source((0.05, 0.05))])
+    assert metadata[METADATA_KEY]["grounded"] is False and "RuntimeError" in metadata[METADATA_KEY]["reason"]
+
+
+def test_nothing_to_judge_is_not_gated() -> None:
+    tool = {"source": {"name": "calculator"}, "document": ["4"], "metadata": [{"source": "calculator"}]}
+    out, metadata = run([tool], files=[])
+    assert out == [tool] and METADATA_KEY not in metadata
+    full = [{"type": "collection", "id": "kb1", "context": "full"}]
+    assert METADATA_KEY not in run([], files=full)[1]
+    assert METADATA_KEY not in run([], searched=False)[1]  # a model with File Context off retrieves nothing
+
+
+def test_cross_encoder_scale_only_when_reranked_and_calibrated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAGFR_GATE_CE_EVIDENCE", raising=False)
+    assert chat_gate.scale_for(reranked=True) == "rrf"
+    monkeypatch.setenv("RAGFR_GATE_CE_EVIDENCE", "1.5")
+    assert chat_gate.scale_for(reranked=False) == "rrf"
+    src = source((0.05, 0.05))
+    src["metadata"][0]["score"] = 0.9  # Open WebUI's sigmoid: logit 2.197 >= 1.5
+    _, metadata = run([src], reranked=True)
+    decision = metadata[METADATA_KEY]
+    assert decision["scale"] == "cross-encoder" and decision["grounded"] is True
+    assert decision["top_score"] == pytest.approx(2.1972, abs=1e-3) and decision["evidence_threshold"] == 1.5

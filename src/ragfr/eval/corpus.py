@@ -5,26 +5,40 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import psycopg
 
 from ragfr.embed import Embedder
 from ragfr.errors import DatabaseError
 from ragfr.eval.beir import Dataset
-from ragfr.ingest.chunking import ChunkConfig
+from ragfr.ingest.chunking import Chunk, ChunkConfig
 from ragfr.ingest.documents import Document as IngestDocument
 from ragfr.ingest.writer import IngestReport, ingest_documents
 
 SOURCE_PREFIX = "beir:"
 
 
-def collection_name(dataset: Dataset, embedder_id: str, chunking: ChunkConfig) -> str:
+class Splitter(Protocol):
+    """A chunker other than ragfr's: `chunker(texts)` splits every text up front (one call, e.g. one
+    subprocess) and returns the per-text function the writer calls."""
+
+    name: str
+
+    def chunker(self, texts: list[str]) -> Callable[[str], list[Chunk]]: ...
+
+
+def collection_name(dataset: Dataset, embedder_id: str, chunking: ChunkConfig, splitter: str = "ragfr") -> str:
     """Derived from everything that changes the stored chunks, so a changed corpus, model or chunking
     gets a fresh collection and an unchanged one is reused as is."""
     model = re.sub(r"[^a-z0-9]+", "-", embedder_id.lower()).strip("-")
     key = f"{dataset.content_hash()}/{embedder_id}/{chunking.size}/{chunking.overlap}"
-    return f"eval-{dataset.name[:24]}-{model[:32]}-c{chunking.size}o{chunking.overlap}-" + (
+    tag = ""
+    if splitter != "ragfr":  # ragfr's own chunker keeps the historical names (existing collections reused)
+        key += f"/{splitter}"
+        tag = f"-{splitter[:12]}"
+    return f"eval-{dataset.name[:24]}-{model[:32]}-c{chunking.size}o{chunking.overlap}{tag}-" + (
         hashlib.sha256(key.encode()).hexdigest()[:12]
     )
 
@@ -40,10 +54,13 @@ def to_ingest_documents(dataset: Dataset) -> list[IngestDocument]:
 
 
 def ensure_ingested(conn: psycopg.Connection[Any], dataset: Dataset, embedder: Embedder, chunking: ChunkConfig,
-                    *, progress: bool = True) -> tuple[str, IngestReport]:
-    """Ingest (idempotently: chunks already stored are neither re-embedded nor rewritten)."""
-    name = collection_name(dataset, embedder.model_id, chunking)
-    report = ingest_documents(conn, name, to_ingest_documents(dataset), embedder, chunking, progress)
+                    *, progress: bool = True, splitter: Splitter | None = None) -> tuple[str, IngestReport]:
+    """Ingest (idempotently: chunks already stored are neither re-embedded nor rewritten). `splitter`:
+    another chunker than ragfr's (e.g. Open WebUI's, ragfr_tools.eval.owui_chunking), with its name."""
+    name = collection_name(dataset, embedder.model_id, chunking, splitter.name if splitter else "ragfr")
+    docs = to_ingest_documents(dataset)
+    chunker = splitter.chunker([d.text for d in docs]) if splitter else None
+    report = ingest_documents(conn, name, docs, embedder, chunking, progress, chunker=chunker)
     return name, report
 
 

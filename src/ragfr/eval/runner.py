@@ -15,7 +15,7 @@ from ragfr.embed import Embedder
 from ragfr.errors import ConfigError
 from ragfr.eval.beir import Dataset, Query
 from ragfr.eval.configs import DEFAULT_DEPTH, EvalContext
-from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
+from ragfr.eval.corpus import Splitter, chunk_documents, documents_ranking, ensure_ingested
 from ragfr.eval.metrics import QueryScores, mean_scores, score_query
 from ragfr.eval.registry import registry
 from ragfr.eval.slices import with_derived_tags
@@ -91,11 +91,12 @@ def run_eval(
     seed: int = 0,
     depth: int = DEFAULT_DEPTH,
     progress: bool = True,
+    splitter: Splitter | None = None,
 ) -> EvalRun:
     names = resolve_configs(configs)
     queries = with_derived_tags(dataset, select_queries(dataset, limit_queries, seed))
     chunking = chunking or ChunkConfig()
-    collection, report = ensure_ingested(conn, dataset, embedder, chunking, progress=progress)
+    collection, report = ensure_ingested(conn, dataset, embedder, chunking, progress=progress, splitter=splitter)
     chunk_to_doc = chunk_documents(conn, collection)
     conn.commit()
     vectors: list[list[float]] = []

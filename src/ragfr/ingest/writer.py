@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from ragfr.embed import Embedder, check_space, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
-from ragfr.ingest.chunking import ChunkConfig, check_chunk_size, chunk_text
+from ragfr.ingest.chunking import Chunk, ChunkConfig, check_chunk_size, chunk_text
 from ragfr.ingest.documents import Document
 from ragfr.ingest.ids import chunk_id, content_hash
 
@@ -75,8 +75,12 @@ def ingest_documents(
     progress: bool = True,
     *,
     metadata: Mapping[str, Any] | None = None,
+    chunker: Callable[[str], list[Chunk]] | None = None,
 ) -> IngestReport:
     """Chunk `docs` exactly as `chunk_text` does and store them in `collection`.
+
+    `chunker` replaces `chunk_text` (the evaluation measures Open WebUI's splitter with it); production
+    ingestion never passes one.
 
     Idempotent: a chunk already stored (same id) is neither embedded nor written again. A source whose
     content changed loses its old chunks in the transaction that writes the new ones. `metadata` is
@@ -89,7 +93,8 @@ def ingest_documents(
     config = config or ChunkConfig()
     check_chunk_size(config, embedder.model_id, getattr(embedder, "max_input_tokens", None))  # duck-typed embedders
     report = IngestReport()
-    plans = _plan(collection, list(docs), embedder, config, extra, report)
+    split = chunker or (lambda text: chunk_text(text, config))
+    plans = _plan(collection, list(docs), embedder, split, extra, report)
     _find_existing(conn, collection, plans, report)
     total = sum(len(p.todo) for p in plans)
     with tqdm(total=total, unit="chunk", desc=f"embedding with {embedder.model_id}", disable=not progress) as bar:
@@ -129,7 +134,7 @@ def _plan(
     collection: str,
     docs: list[Document],
     embedder: Embedder,
-    config: ChunkConfig,
+    split: Callable[[str], list[Chunk]],
     extra: dict[str, Any],
     report: IngestReport,
 ) -> list[_SourcePlan]:
@@ -145,7 +150,7 @@ def _plan(
         doc_hash = content_hash(doc.text)
         occurrences: dict[str, int] = {}
         ids: list[str] = []
-        for chunk in chunk_text(doc.text, config):
+        for chunk in split(doc.text):
             occurrence = occurrences.get(chunk.text, 0)
             occurrences[chunk.text] = occurrence + 1
             row_id = chunk_id(collection, doc.source, doc.doc_id, chunk.text, occurrence)

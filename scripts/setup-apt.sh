@@ -15,7 +15,7 @@ BOOKWORM_PKGS=(
   podman debootstrap runc uidmap catatonit containernetworking-plugins
   # A real OCI registry on loopback for the images-push test (distribution 2.8; its service is never started).
   docker-registry
-  chromium  # the real browser of tests/owui/test_browser.py (driven by the playwright pip package)
+  chromium fonts-liberation  # the real browser of tests/owui/test_browser.py (playwright drives it); readable screenshots
 )
 # qemu-user 10 (static-pie /usr/bin/qemu-x86_64): bookworm's 7.2 segfaults running the postmaster.
 BACKPORTS_PKGS=(qemu-user)

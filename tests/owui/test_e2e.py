@@ -150,6 +150,21 @@ def test_streamed_refusal_is_the_same_message(contract: tuple[Server, str, str])
     assert server.double.chat_requests() == chats_before
 
 
+def test_a_follow_up_is_searched_as_typed_alone(contract: tuple[Server, str, str]) -> None:
+    """The documented rule for follow-ups: the last message, verbatim, never merged with earlier turns."""
+    server, token, kb = contract
+    follow_up = "Et la franchise ?"
+    searches_before = len(server.log_events("search"))
+    call("POST", server.url + "/api/chat/completions", {
+        "model": "ragfr-extractive-test-double:latest", "stream": False,
+        "messages": [{"role": "user", "content": ANSWERABLE},
+                     {"role": "assistant", "content": "Dans un délai de deux jours ouvrés. [1]"},
+                     {"role": "user", "content": follow_up}],
+        "files": [{"type": "collection", "id": kb}]}, token)
+    searches = server.log_events("search")[searches_before:]
+    assert searches and all(s["settings"]["query_terms"] == query_terms(follow_up) for s in searches), searches
+
+
 def test_no_knowledge_attached_is_not_gated(contract: tuple[Server, str, str]) -> None:
     """Without an attachment there is no retrieval to judge: the chat model answers as usual."""
     server, token, _ = contract

@@ -112,7 +112,8 @@ def scale_for(reranked: bool) -> Scale:
     return "cross-encoder" if reranked and os.environ.get("RAGFR_GATE_CE_EVIDENCE") else "rrf"
 
 
-def assess(passages: list[Passage], scale: Scale) -> Decision:
+def assess(passages: list[Passage], scale: Scale) -> tuple[Decision, list[Passage]]:
+    """The decision, and the passages it keeps (above) or shows (below), in Open WebUI's order."""
     gate = GateConfig.for_scale(scale)
     if scale == "cross-encoder":
         for p in passages:
@@ -131,7 +132,7 @@ def assess(passages: list[Passage], scale: Scale) -> Decision:
                           "rrf_score": p.metadata.get("ragfr_rrf_score")} for p in shown])
     if not grounded:
         decision.message = refusal_text(shown)
-    return decision
+    return decision, shown
 
 
 def refusal_text(shown: list[Passage]) -> str:
@@ -180,24 +181,21 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
         return sources
     started = time.perf_counter()
     try:
-        decision = assess(passages, scale_for(reranked))
+        decision, chosen = assess(passages, scale_for(reranked))
     except Exception as exc:  # fail closed: no evidence we can vouch for, no model call
         log.exception("ragfr: evidence gate failed; refusing")
         gate_cfg = GateConfig.for_scale("rrf")
-        decision = Decision(False, "rrf", None, gate_cfg.evidence_threshold, gate_cfg.noise_floor,
-                            f"evidence gate error: {type(exc).__name__}")
-        decision.message = refusal_text([])
+        decision, chosen = Decision(False, "rrf", None, gate_cfg.evidence_threshold, gate_cfg.noise_floor,
+                                    f"evidence gate error: {type(exc).__name__}", message=REFUSAL), []
     metadata[METADATA_KEY] = decision.to_json()
     _log(decision, metadata, question, started)
     if decision.grounded:
-        kept_keys = {(p["file"], p["chunk"]) for p in decision.passages}
-        chosen = [p for p in passages if (p.file, p.metadata.get("ragfr_chunk_id")) in kept_keys][:MAX_KEPT]
         return _select(sources, chosen, decision, keep_others=True)
-    if not passages:
-        # Nothing retrieved: one citation-less source so the decision still travels with the message.
+    if not chosen:
+        # Nothing to show: one citation-less source so the decision still travels with the message.
         return [{"source": {"id": "ragfr-evidence-gate", "name": "ragfr evidence gate"},
                  "document": [decision.reason], "metadata": [decision.source_metadata()]}]
-    return _select(sources, passages[:MAX_SHOWN], decision, keep_others=False)
+    return _select(sources, chosen, decision, keep_others=False)
 
 
 def _log(decision: Decision, metadata: dict[str, Any], question: str, started: float) -> None:

@@ -22,8 +22,9 @@ from tests.support.backup import Release, drop, fake_release, ragdb_init, render
 from tests.support.backup import run_script as _run
 
 from .conftest import OWUI_PYTHON, owui_env
-from .test_e2e import DOCUMENT, EMBED_NAME, ENV_FILE, QUESTION, call, free_port, multipart, stop, wait_until_up
-from .test_e2e import ollama_double as ollama_double
+from .stack import EMBED_NAME, ENV_FILE, call, free_port, multipart, start_double, stop, wait_until_up
+from .test_e2e import ANSWERABLE as QUESTION
+from .test_e2e import DOCUMENT
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]
 RAGFR = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "ragfr"
@@ -99,6 +100,15 @@ def _signup_refused(url: str) -> str:
 def release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
     with fake_release(pg_dsn, tmp_path) as rel:
         yield rel
+
+
+@pytest.fixture
+def ollama_double(tmp_path: Path) -> Iterator[str]:
+    double = start_double(tmp_path)
+    try:
+        yield double.url
+    finally:
+        stop(double.proc)
 
 
 @pytest.fixture

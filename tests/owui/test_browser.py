@@ -46,7 +46,7 @@ def server(
 
 
 @pytest.fixture(scope="module")
-def page(server: Server) -> Iterator[Any]:
+def page(server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
     if not CHROMIUM.exists():
         pytest.fail("/usr/bin/chromium is missing: scripts/setup-apt.sh installs Debian's chromium (make setup)")
     from playwright.sync_api import sync_playwright
@@ -57,13 +57,21 @@ def page(server: Server) -> Iterator[Any]:
             pg = browser.new_page(viewport={"width": 1280, "height": 900})
             pg.set_default_timeout(TIMEOUT_MS)
             yield pg
+            if request.session.testsfailed:  # what the browser showed when it failed, for the developer
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                pg.screenshot(path=str(SHOTS / "failure.png"), full_page=True)
+                print(f"browser at {pg.url}; screenshot {SHOTS / 'failure.png'}")
         finally:
             browser.close()
 
 
 def sign_up(pg: Any, url: str) -> None:
     pg.goto(url, wait_until="load")
-    pg.get_by_role("button", name="Get started").click()
+    # A first visit shows a welcome screen with "Get started", then the sign-up form.
+    start, name = pg.get_by_role("button", name="Get started"), pg.locator("#name")
+    start.or_(name).first.wait_for()
+    if start.is_visible():
+        start.click()
     pg.fill("#name", "Analyste")
     pg.fill("#email", "analyste@example.org")
     pg.fill("#password", "ragfr-browser-Passw0rd!")

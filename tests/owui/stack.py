@@ -2,7 +2,8 @@
 
 Settings: charts/ragfr/files/openwebui-env.yaml (the one settings file of the chart and `make up`), then
 exactly the values `scripts/up.sh` computes or overrides on a machine without Ollama:
-  PGVECTOR_DB_URL / PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH=384   our migrated database, e5's width;
+  PGVECTOR_DB_URL / PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH=384   our migrated database (naming the writer's
+                                                                 embedding model, as up.sh and the chart do), e5's width;
   OLLAMA_BASE_URL / RAG_OLLAMA_BASE_URL / RAG_EMBEDDING_MODEL    the Ollama-API test double and its e5 model;
   RAG_EMBEDDING_QUERY_PREFIX / RAG_EMBEDDING_CONTENT_PREFIX      e5's "query: " / "passage: " sides;
   RAG_RERANKING_MODEL=""                                         no cross-encoder can be downloaded offline
@@ -135,8 +136,10 @@ def start_double(tmp: Path) -> Double:
 
 def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Double) -> Server:
     settings = settings_file()
+    sep = "&" if "?" in dsn else "?"
     settings.update(
-        PGVECTOR_DB_URL=dsn,
+        # As scripts/up.sh: Open WebUI names the model of the vectors it writes (migration 0009 checks it).
+        PGVECTOR_DB_URL=f"{dsn}{sep}options=-c%20ragfr.writer_model%3D{E5_SPACE.replace(':', '%3A')}",
         PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH="384",
         RAG_EMBEDDING_MODEL=EMBED_NAME,
         OLLAMA_BASE_URL=double.url,

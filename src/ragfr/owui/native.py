@@ -18,6 +18,7 @@ import os
 import threading
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -46,9 +47,16 @@ _pools_lock = threading.Lock()
 
 
 def session_dsn(session: Any) -> str:
-    """The libpq DSN of the SQLAlchemy session Open WebUI's pgvector client uses (same database)."""
+    """The libpq DSN of the SQLAlchemy session Open WebUI's pgvector client uses (same database).
+
+    The query (e.g. `options=-c ragfr.writer_model=...`, migration 0009) is re-encoded with %20 for spaces:
+    SQLAlchemy renders them as `+`, which libpq does not decode ("invalid configuration parameter name
+    "+ragfr.writer_model""), and every ragfr connection would fail."""
     url = session.get_bind().url
-    return normalize_dsn(url.render_as_string(hide_password=False))
+    dsn = url.set(query={}).render_as_string(hide_password=False)
+    if url.query:
+        dsn += "?" + urlencode(dict(url.query), doseq=True, quote_via=quote)
+    return normalize_dsn(dsn)
 
 
 def pool(dsn: str, role: str) -> ConnectionPool:

@@ -18,7 +18,7 @@ import os
 import threading
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -52,10 +52,9 @@ def session_dsn(session: Any) -> str:
     The query (e.g. `options=-c ragfr.writer_model=...`, migration 0009) is re-encoded with %20 for spaces:
     SQLAlchemy renders them as `+`, which libpq does not decode ("invalid configuration parameter name
     "+ragfr.writer_model""), and every ragfr connection would fail."""
-    url = session.get_bind().url
-    dsn = url.set(query={}).render_as_string(hide_password=False)
-    if url.query:
-        dsn += "?" + urlencode(dict(url.query), doseq=True, quote_via=quote)
+    dsn, _, query = session.get_bind().url.render_as_string(hide_password=False).partition("?")
+    if query:
+        dsn += "?" + urlencode(parse_qsl(query, keep_blank_values=True), quote_via=quote)
     return normalize_dsn(dsn)
 
 

@@ -10,12 +10,14 @@ Each test uses its own name prefix and checks that nothing with it is left in po
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.paths import REPO
 
 from ragfr_tools.kubesim import smoke
 from ragfr_tools.kubesim.runner import PODMAN, SmokeFailure
@@ -62,7 +64,11 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path)
     # Inside the Open WebUI container's filesystem (patched files mounted over the stock ones by subPath,
     # ragfr on PYTHONPATH from the ConfigMap), the patch is active.
     patch_check = lines[lines.index("cluster-smoke: Open WebUI container: the patch check of its readiness probe") + 1]
-    assert "active: ragfr-owui-patch 1 for open-webui 0.12.4 in /app/backend" in patch_check, patch_check
+    manifest = json.loads((REPO / "patches" / "open-webui" / "manifest.json").read_text(encoding="utf-8"))
+    active = (f"active: ragfr-owui-patch {manifest['patch_version']} for open-webui "
+              f"{manifest['open_webui_version']} in /app/backend")
+    assert active in patch_check, patch_check
+    assert patch_check.count("    patched ") == len(manifest["files"]), patch_check  # every file of the manifest
     helm_test = lines[-1]
     assert "PASS schema: schema at version" in helm_test and "vector(1024)" in helm_test
     assert "PASS french: 'ecole publique' -> lexemes ['ecol', 'publiqu']" in helm_test

@@ -11,7 +11,7 @@ Each test uses its own name prefix and checks that nothing with it is left in po
 from __future__ import annotations
 
 import json
-import os
+import secrets
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +41,9 @@ def podman_names(prefix: str) -> dict[str, list[str]]:
 
 @pytest.fixture()
 def prefix(request: pytest.FixtureRequest) -> Iterator[str]:
-    name = f"ragfr-smoke-t{os.getpid()}-{request.node.name[5:25].replace('_', '-')}"
+    # Random, not the pid: two CI runs in separate PID namespaces may share one podman store (stop 18's CI failed
+    # on a volume a killed run had left under a fixed name).
+    name = f"ragfr-smoke-t{secrets.token_hex(3)}-{request.node.name[5:25].replace('_', '-')}"
     assert podman_names(name) == {"containers": [], "pods": [], "volumes": []}
     yield name
     assert podman_names(name) == {"containers": [], "pods": [], "volumes": []}, "the smoke left objects behind"

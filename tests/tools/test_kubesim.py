@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import pytest
 from tests.support.chart import render
@@ -104,3 +105,11 @@ def test_every_deviation_stand_in_and_gap_is_documented() -> None:
     doc = " ".join((REPO / "docs" / "install.md").read_text().split())
     for item in (*kp.DEVIATIONS, *smoke.NOT_RUN, *smoke.STAND_INS.values()):
         assert " ".join(item.split()) in doc, f"docs/install.md does not list: {item}"
+
+
+def test_each_smoke_run_names_its_objects_apart() -> None:
+    # Stop 18's CI failed because `make cluster-smoke` used one fixed prefix and a killed run had left a volume
+    # under it; every run now has a prefix of its own.
+    prefixes = {smoke.run_prefix() for _ in range(20)}
+    assert len(prefixes) == 20
+    assert all(re.fullmatch(r"ragfr-smoke-[0-9a-f]{6}", p) for p in prefixes)

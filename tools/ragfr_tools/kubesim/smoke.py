@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -207,7 +209,7 @@ def _component(docs: Sequence[kp.Manifest], kind: str, component: str) -> tuple[
     raise SmokeFailure(f"the rendered chart has no {kind} for component {component!r}")
 
 
-def run(*, example: str = "default", overrides: dict[str, Any] | None = None, prefix: str = "ragfr-smoke",
+def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | None = None,
         workdir: Path | None = None, mutate: Mutation | None = None, modify_stock_file: str = "",
         log: Callable[[str], None] = print) -> list[Stage]:
     """Runs the stages; returns their wall times. Raises SmokeFailure naming the cause."""
@@ -243,16 +245,31 @@ def run(*, example: str = "default", overrides: dict[str, Any] | None = None, pr
     return stages + cluster.stages
 
 
+def run_prefix() -> str:
+    """A name prefix of this run's own: a fixed one met the objects a killed run had left (stop 18's CI)."""
+    return f"ragfr-smoke-{secrets.token_hex(3)}"
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ragfr_tools.kubesim.smoke", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--example", default="default", help="charts/ragfr/examples/<name>.yaml (default: default)")
     parser.add_argument("--set-json", default="{}", help="extra values as JSON, merged over the example")
-    parser.add_argument("--prefix", default="ragfr-smoke", help="name prefix of every podman object created")
+    parser.add_argument("--prefix", default=None,
+                        help="name prefix of every podman object created (default: ragfr-smoke-<6 random hex "
+                             "digits>, so that two runs sharing one podman store, or one killed before its "
+                             "teardown, never meet)")
     args = parser.parse_args(argv)
+    prefix = args.prefix or run_prefix()
     started = time.monotonic()
+    # SIGTERM (CI's timeout, make interrupted) would end the process without the teardown in run()'s finally.
+    signal.signal(signal.SIGTERM, _terminate)
     try:
-        stages = run(example=args.example, overrides=json.loads(args.set_json), prefix=args.prefix)
+        stages = run(example=args.example, overrides=json.loads(args.set_json), prefix=prefix)
     except SmokeFailure as exc:
         print(f"cluster-smoke: FAILED: {exc}", file=sys.stderr)
         return 1

@@ -394,3 +394,15 @@ def test_chart_mounts_every_file_the_patch_manifest_edits() -> None:
     manifest = json.loads((REPO / "patches" / "open-webui" / "manifest.json").read_text(encoding="utf-8"))
     values = yaml.safe_load((REPO / "charts" / "ragfr" / "values.yaml").read_text(encoding="utf-8"))
     assert sorted(values["openwebui"]["patch"]["files"]) == sorted(f["path"] for f in manifest["files"])
+
+
+def test_no_cross_encoder_means_no_reranker_init_container() -> None:
+    # openwebui.env can blank a value of the settings file (sprig's merge took "" for unset and kept the file's
+    # model, so the pod then waited on a download of a model nobody asked for).
+    docs = render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}, "reranker": {"source": "image",
+                                                                                  "image": {"repository": "r/c",
+                                                                                            "tag": "1"}}}})
+    assert owui_env(docs)["RAG_RERANKING_MODEL"] == ""
+    spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-schema", "copy-stock-openwebui",
+                                                            "apply-french-patch"]

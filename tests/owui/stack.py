@@ -24,13 +24,14 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from tests.support.paths import REPO
+
+from ragfr_tools import owui_client as client
 
 from .conftest import OWUI_PYTHON, owui_env
 
@@ -48,17 +49,11 @@ def free_port() -> int:
 
 def call(method: str, url: str, body: Any = None, token: str | None = None, *, raw: bytes | None = None,
          content_type: str = "application/json", timeout: float = 300) -> Any:
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", content_type)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
+    """owui_client.call, with an HTTP error as a test failure."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as err:
-        raise AssertionError(f"{method} {url} -> {err.code}: {err.read()[:2000]!r}") from err
+        return client.call(method, url, body, token, raw=raw, content_type=content_type, timeout=timeout)
+    except client.ApiError as err:
+        raise AssertionError(str(err)) from err
 
 
 def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, seconds: float) -> None:
@@ -164,50 +159,19 @@ def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Dou
     return Server(url, proc, log, double, dsn)
 
 
-def multipart(filename: str, content: bytes) -> tuple[bytes, str]:
-    boundary = uuid.uuid4().hex
-    body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
-        "Content-Type: text/plain\r\n\r\n"
-    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
-    return body, f"multipart/form-data; boundary={boundary}"
-
-
 def sign_up_admin(server: Server) -> str:
-    admin = call("POST", server.url + "/api/v1/auths/signup",
-                 {"name": "Admin", "email": "admin@example.org", "password": "ragfr-e2e-Passw0rd!"})
-    assert admin["role"] == "admin"
-    return str(admin["token"])
+    return client.sign_up_admin(server.url)
 
 
 def knowledge_base(server: Server, token: str, name: str, files: dict[str, str]) -> str:
-    """A knowledge base holding `files` (name -> text), each uploaded and processed by Open WebUI."""
-    api = server.url + "/api/v1"
-    kb = call("POST", api + "/knowledge/create", {"name": name, "description": name}, token)
-    for filename, text in files.items():
-        raw, ctype = multipart(filename, text.encode("utf-8"))
-        uploaded = call("POST", api + "/files/?process=true&process_in_background=false", token=token, raw=raw,
-                        content_type=ctype)
-        call("POST", f"{api}/knowledge/{kb['id']}/file/add", {"file_id": uploaded["id"]}, token)
-    return str(kb["id"])
+    return client.knowledge_base(server.url, token, name, files)
 
 
 def ask(server: Server, token: str, question: str, kb_id: str) -> dict[str, Any]:
-    reply: dict[str, Any] = call("POST", server.url + "/api/chat/completions", {
-        "model": CHAT_MODEL,
-        "stream": False,
-        "messages": [{"role": "user", "content": question}],
-        "files": [{"type": "collection", "id": kb_id}],
-    }, token)
-    return reply
+    return client.ask(server.url, token, CHAT_MODEL, question, kb_id)
 
 
-def answer_text(reply: dict[str, Any]) -> str:
-    return str(reply["choices"][0]["message"]["content"])
-
-
-def passages(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(d, m) for s in reply.get("sources") or [] for d, m in zip(s["document"], s["metadata"], strict=True)]
+answer_text, passages, multipart = client.answer_text, client.passages, client.multipart
 
 
 CITATION = re.compile(r"\[(\d+)\]")

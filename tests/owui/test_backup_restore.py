@@ -21,10 +21,11 @@ import yaml
 from tests.support.backup import Release, drop, fake_release, ragdb_init, rendered_scripts
 from tests.support.backup import run_script as _run
 
+from ragfr_tools.fixtures import ANSWERABLE as QUESTION
+from ragfr_tools.fixtures import CONTRACT as DOCUMENT
+
 from .conftest import OWUI_PYTHON, owui_env
 from .stack import EMBED_NAME, ENV_FILE, call, free_port, multipart, start_double, stop, wait_until_up
-from .test_e2e import ANSWERABLE as QUESTION
-from .test_e2e import DOCUMENT
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]
 RAGFR = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "ragfr"

@@ -23,10 +23,11 @@ import pytest
 from tests.support.paths import REPO
 
 from ragfr.owui.chat_gate import CLOSEST, REFUSAL
+from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
+from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 
 from .conftest import running_stack
 from .stack import Server
-from .test_e2e import ANSWERABLE, DOCUMENT, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]
 

@@ -21,41 +21,13 @@ import pytest
 from ragfr.analysis.french import query_terms
 from ragfr.owui.chat_gate import CLOSEST, REFUSAL
 from ragfr.retrieval.gate import GateConfig
+from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
+from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 
 from .stack import Server, answer_text, ask, call, knowledge_base, passages
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]
 
-DOCUMENT = """Conditions générales de l'assurance habitation Sérénité
-
-Article 1 - Objet du contrat. Le présent contrat garantit votre résidence principale contre l'incendie, \
-les dégâts des eaux et les catastrophes naturelles reconnues par arrêté interministériel. Les dépendances \
-situées à la même adresse sont couvertes lorsque leur surface est déclarée aux conditions particulières.
-
-Article 2 - Déclaration des sinistres. Tout sinistre doit être déclaré à l'assureur par écrit dans un délai \
-de cinq jours ouvrés à compter de sa découverte, par lettre recommandée ou sur l'espace client. Passé ce \
-délai, l'assuré perd le bénéfice de la garantie si le retard a causé un préjudice à l'assureur.
-
-Article 3 - Vol. En cas de vol, l'assuré dépose plainte auprès des autorités de police dans les vingt-quatre \
-heures et déclare le vol à l'assureur dans un délai de deux jours ouvrés. Le vol de bijoux n'est couvert que \
-si les objets étaient rangés dans un coffre-fort agréé et en cas d'effraction constatée par les autorités.
-
-Article 4 - Franchise. Une franchise de 150 euros reste à la charge de l'assuré pour chaque événement, sauf \
-en cas de catastrophe naturelle où la franchise légale s'applique. La franchise est déduite de l'indemnité.
-
-Article 5 - Résiliation. Vous pouvez résilier le contrat chaque année à la date d'échéance, avec un préavis \
-de deux mois, ou à tout moment après la première année, sans frais ni pénalités, par lettre ou par courriel.
-
-Article 6 - Expertise. En cas de désaccord sur le montant des dommages, chaque partie désigne son expert ; \
-si les experts ne s'accordent pas, ils en choisissent un troisième et les frais sont partagés par moitié.
-
-Article 7 - Indemnisation. L'indemnité est versée dans les trente jours suivant l'accord des parties ou la \
-décision de justice devenue définitive. Le mobilier est indemnisé en valeur à neuf pendant cinq ans.
-"""
-FILENAME = "conditions-generales.txt"
-ANSWERABLE = "Dans quel délai dois-je déclarer un vol ?"
-THEFT_SENTENCE = "déclare le vol à l'assureur dans un délai de deux jours ouvrés"
-OFF_DOMAIN = "Quelle est la capitale du Pérou ?"
 
 
 @pytest.fixture(scope="module")

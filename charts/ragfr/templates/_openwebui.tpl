@@ -4,7 +4,11 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 */}}
 {{- define "ragfr.openwebui.envMap" -}}
 {{- $file := .Files.Get "files/openwebui-env.yaml" | fromYaml -}}
-{{- $env := merge (deepCopy .Values.openwebui.env) $file -}}
+{{- /* A loop, not sprig's merge: merge treats "" as unset, so openwebui.env could not blank a file value. */}}
+{{- $env := deepCopy $file -}}
+{{- range $k, $val := .Values.openwebui.env }}
+{{- $_ := set $env $k $val -}}
+{{- end }}
 {{- $_ := set $env "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" (toString .Values.embedding.dims) -}}
 {{- $_ := set $env "RAG_EMBEDDING_MODEL" .Values.embedding.model -}}
 {{- $_ := set $env "OLLAMA_BASE_URL" (include "ragfr.ollama.url" .) -}}
@@ -120,6 +124,8 @@ patch it (owui-init); make the reranker loadable offline.
     - name: tmp
       mountPath: /tmp
 {{- end }}
+{{- /* No cross-encoder configured (openwebui.env.RAG_RERANKING_MODEL: ""): nothing to cache or check. */}}
+{{- if (include "ragfr.openwebui.envMap" . | fromYaml).RAG_RERANKING_MODEL }}
 {{- if eq $w.reranker.source "image" }}
 - name: copy-reranker-cache
   image: {{ include "ragfr.image" (dict "root" . "image" $w.reranker.image) }}
@@ -166,4 +172,5 @@ patch it (owui-init); make the reranker loadable offline.
       readOnly: true
     - name: tmp
       mountPath: /tmp
+{{- end }}
 {{- end -}}

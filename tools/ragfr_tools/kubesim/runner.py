@@ -44,6 +44,7 @@ class Cluster:
     image_map: Mapping[str, str] = field(default_factory=dict)
     env: Mapping[str, str] | None = None
     hosts: dict[str, str] = field(default_factory=dict)  # Service name -> pod IP
+    ips: dict[str, str] = field(default_factory=dict)  # pod name -> IP
     pods: list[str] = field(default_factory=list)
     volumes: list[str] = field(default_factory=list)
     stages: list[Stage] = field(default_factory=list)
@@ -70,6 +71,11 @@ class Cluster:
         out = self.podman("logs", container, check=False)
         lines = (out.stdout + out.stderr).strip().splitlines()
         return "\n".join(f"    {line}" for line in lines[-LOG_LINES:]) or "    (no output)"
+
+    def full_logs(self, pod: kp.Pod, container: str) -> str:
+        """Everything a running container of `pod` has printed so far (stdout and stderr)."""
+        out = self.podman("logs", f"{self.prepared[pod.name][0]}-{container}", check=False)
+        return out.stdout + out.stderr
 
     def image(self, reference: str) -> str:
         image = self.image_map.get(reference, reference)
@@ -118,11 +124,11 @@ class Cluster:
         return name
 
     def start(self, pod: kp.Pod, *, wait_ready: float = 300, run_to_completion: bool = False,
-              only_init: Sequence[str] | None = None) -> str:
+              init_only: bool = False) -> str:
         """Creates the pod, runs its init containers one by one, then its containers; returns the pod IP.
 
         run_to_completion: a Job's or a test hook's pod (containers in the foreground, exit status checked).
-        only_init: run just these init containers, in the pod's order, and no container (a partial pod).
+        init_only: stop after the init containers (run_containers goes on), so a check can run in between.
         """
         started = time.monotonic()
         pod_name = f"{self.prefix}-{pod.name}"
@@ -138,17 +144,23 @@ class Cluster:
         self.podman(*create)
         self.pods.append(pod_name)
         self.podman("pod", "start", pod_name)
-        ip = self._pod_ip(pod_name)
+        self.ips[pod.name] = ip = self._pod_ip(pod_name)
         for c in pod.init_containers:
-            if only_init is None or c.name in only_init:
-                self._run(pod, c, pod_name, paths, claims, detach=False, what="init container")
-        if only_init is not None:
-            missing = sorted(set(only_init) - {c.name for c in pod.init_containers})
-            if missing:
-                raise SmokeFailure(f"{pod.workload}: no init container named {', '.join(missing)}")
-            self.stages.append(Stage(f"{pod.workload} (init containers {', '.join(only_init)})",
-                                     time.monotonic() - started))
+            self._run(pod, c, pod_name, paths, claims, detach=False, what="init container")
+        if init_only:
+            names = ", ".join(c.name for c in pod.init_containers)
+            self.stages.append(Stage(f"{pod.workload} (init containers {names})", time.monotonic() - started))
             return ip
+        self.run_containers(pod, wait_ready=wait_ready, run_to_completion=run_to_completion, started=started)
+        return ip
+
+    def run_containers(self, pod: kp.Pod, *, wait_ready: float = 300, run_to_completion: bool = False,
+                       started: float | None = None) -> None:
+        """The pod's containers, in a pod `start` made; until every probe passes (or each exits 0)."""
+        first = started is None
+        started = time.monotonic() if started is None else started
+        pod_name, paths, claims = self.prepared[pod.name]
+        ip = self.ips[pod.name]
         for c in pod.containers:
             self._run(pod, c, pod_name, paths, claims, detach=not run_to_completion, what="container")
         if not run_to_completion:
@@ -156,8 +168,8 @@ class Cluster:
                 self._wait_ready(pod, c, pod_name, ip, wait_ready)
             for service in kp.service_targets(self.objects, pod):
                 self.hosts[service] = ip
-        self.stages.append(Stage(pod.workload, time.monotonic() - started))
-        return ip
+        suffix = f" (containers {', '.join(c.name for c in pod.containers)}, ready)" if first else ""
+        self.stages.append(Stage(pod.workload + suffix, time.monotonic() - started))
 
     def check_in_pod(self, pod: kp.Pod, container: str, command: Sequence[str], *, what: str) -> None:
         """Runs `command` instead of a container's own process, with everything else of that container (image,

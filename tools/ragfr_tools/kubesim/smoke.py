@@ -3,10 +3,15 @@
 Stages, each timed:
   1. StatefulSet ragdb: its pod, the PVC from volumeClaimTemplates as a podman volume, until its probes pass;
   2. Job migrate: init container wait-for-postgres, then `ragfr migrate`, to completion;
-  2b. Deployment ollama, its image replaced by the project's Ollama-API test double, until its probes pass;
-  3. Deployment openwebui: its init containers wait-for-schema, copy-stock-openwebui and apply-french-patch,
-     then its open-webui container with the patch check of its readiness probe as the command;
-  4. Pod test (the chart's `helm test` hook): its schema and french checks against the migrated database.
+  3. Deployment ollama, its image replaced by the project's Ollama-API test double, until its probes pass;
+  4. Deployment openwebui: ALL its init containers (wait-for-schema, copy-stock-openwebui, apply-french-patch),
+     the patch check of its readiness probe run alone in the container's place (a clear message before a
+     minute of start-up), then the open-webui container itself until its startup and readiness probes pass;
+  5. an analyst's first session through the running Open WebUI's HTTP API: sign up, knowledge base "Contrats",
+     upload of a French contract, an inflected question (the theft article comes back with its ragfr ranks,
+     one model call) and an off-domain one (refused by the evidence gate, no model call);
+  6. Pod test (the chart's `helm test` hook), every check: schema, french, health, patch.
+The chart is rendered with the example's values plus SMOKE_VALUES (each one needed by a stand-in, and said why).
 Every command, argument, env value (ConfigMaps and Secrets resolved), mount, user, read-only root and dropped
 capability is the rendered one (ragfr_tools.kubesim.pods). What is NOT run, and every stand-in, is listed in
 NOT_RUN / STAND_INS below and in docs/install.md; pods.DEVIATIONS lists how podman differs from a kubelet.
@@ -17,54 +22,62 @@ Everything created is named `<prefix>-...` and removed at the end, whatever happ
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import secrets
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ragfr.owui.chat_gate import REFUSAL
+from ragfr_tools import fixtures
+from ragfr_tools import owui_client as client
 from ragfr_tools.kubesim import pods as kp
-from ragfr_tools.kubesim.runner import PODMAN, Cluster, SmokeFailure, Stage
+from ragfr_tools.kubesim import standins
+from ragfr_tools.kubesim.runner import Cluster, SmokeFailure, Stage
 from ragfr_tools.repo import REPO
 
 CHART = REPO / "charts" / "ragfr"
 RELEASE = NAMESPACE = "ragfr"
-OPENWEBUI_WHEEL = "open-webui==0.12.4"
-MINBASE = "localhost/ragfr-bookworm-minbase:1"
+DOUBLE_EMBEDDING_MODEL = "multilingual-e5-small-test-double:smoke"
+CHAT_MODEL = "ragfr-extractive-test-double:latest"  # the double's chat "model", as Open WebUI lists it
 
-# Rendered image -> why it is replaced. The stock image cannot be pulled here (no registry): its stand-in
-# holds the same /app/backend/open_webui tree, taken from the open-webui 0.12.4 wheel, which is all the
-# init container that uses it (copy-stock-openwebui: cp -R /app/backend/open_webui /patched/) reads.
+# Rendered image -> what runs instead (ragfr_tools.kubesim.standins builds both).
 STAND_INS = {
-    "ghcr.io/open-webui/open-webui:v0.12.4": "the open_webui package of the open-webui 0.12.4 wheel at "
-    "/app/backend/open_webui on the Debian 12 minbase with Debian's CPython 3.11 as `python` (the stock image's "
-    "layout and interpreter version, without Open WebUI's dependencies)",
+    "ghcr.io/open-webui/open-webui:v0.12.4": "an image with the stock image's layout built from the open-webui "
+    "0.12.4 wheel (open_webui at /app/backend/open_webui, the frontend at /app/build, `bash start.sh` in "
+    "/app/backend as CMD, start.sh reduced to the stock one's final uvicorn command) and the dependencies "
+    "installed in .venv-owui, on the Debian 12 minbase with Debian's CPython 3.11 and curl",
     "ollama/ollama:0.12.10": "the project's Ollama-API TEST DOUBLE (python -m ragfr_tools.devserver on "
     "0.0.0.0:11434: real offline e5 embeddings, extractive chat; not a language model), no Ollama binary exists here",
 }
-# What the chart renders that this smoke does not run yet, and why.
+# Values the smoke sets over the example, each because of a stand-in; everything else is the example's.
+SMOKE_VALUES: dict[str, Any] = {
+    # The test double embeds with multilingual-e5-small (384 dims); bge-m3 cannot run here. The tag pins the
+    # name as the chart requires; the double is started answering to exactly this name.
+    "embedding": {"model": DOUBLE_EMBEDDING_MODEL, "dims": 384},
+    "openwebui": {"env": {
+        # e5 is asymmetric: Open WebUI sends these prefixes and the double reads them (bge-m3 needs none).
+        "RAG_EMBEDDING_QUERY_PREFIX": "query: ",
+        "RAG_EMBEDDING_CONTENT_PREFIX": "passage: ",
+        # No cross-encoder can be downloaded here (no huggingface.co): none is configured, so the chart renders
+        # no cache-reranker init container and Open WebUI re-scores by embeddings.
+        "RAG_RERANKING_MODEL": "",
+    }},
+}
+# What the chart renders that this smoke does not run, and why.
 NOT_RUN = (
     "Job pull-models (it runs the Ollama CLI, which the test double standing in for Ollama does not have)",
-    "Deployment openwebui's init container cache-reranker and its open-webui container's own process (need the "
-    "full Open WebUI runtime image and an offline cross-encoder); hence no sign-up, knowledge base or chat "
-    "through its API. The container is run once with its readiness probe's patch check (`python -m "
-    "ragfr.owui.check --open-webui-dir /app/backend`, without the /health half) as its command",
-    "the helm test's health and patch checks (they query the running Open WebUI): the test pod runs with "
-    "args [schema, french]",
+    "Deployment openwebui's init containers cache-reranker and copy-reranker-cache: the smoke configures no "
+    "cross-encoder (none can be downloaded here), so the chart does not render them",
     "Deployment redis, CNPG objects, Ingress, PodDisruptionBudget, NetworkPolicies (not in the default example "
     "or not enforceable here)",
 )
-OPENWEBUI_INIT_RUN = ("wait-for-schema", "copy-stock-openwebui", "apply-french-patch")
-HELM_TEST_CHECKS = ["schema", "french"]
 
 Mutation = Callable[[list[kp.Manifest]], None]
 
@@ -91,107 +104,6 @@ def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
             into[key] = value
 
 
-def _podman(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PODMAN, *args], capture_output=True, text=True, timeout=900)
-
-
-def openwebui_layout_image(*, modify: str = "") -> str:
-    """Builds (once per input) the stand-in for the stock Open WebUI image; returns its reference.
-
-    modify: a file under open_webui/ to append a comment to (a "locally modified" stock image, which the
-    French patch must refuse).
-    """
-    build = REPO / ".build" / "kubesim"
-    wheels = build / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob("open_webui-0.12.4-*.whl"))
-    if not found:
-        # pip's cache makes this a copy after the first time (.venv-owui was installed from the same file).
-        subprocess.run([str(REPO / ".venv" / "bin" / "pip"), "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "-d", str(wheels), OPENWEBUI_WHEEL], check=True, capture_output=True, timeout=600)
-        found = sorted(wheels.glob("open_webui-0.12.4-*.whl"))
-    wheel = found[0]
-    key = hashlib.sha256(f"{wheel.name} {wheel.stat().st_size} {modify} python3".encode()).hexdigest()[:12]
-    tag = f"localhost/ragfr-smoke/open-webui-layout:{key}"
-    if _podman("image", "exists", tag).returncode == 0:
-        return tag
-    if _podman("image", "exists", MINBASE).returncode != 0:
-        raise SmokeFailure(f"{MINBASE} is missing: `make images` (scripts/build-image.sh --local-base) makes it")
-    with tempfile.TemporaryDirectory(prefix="ragfr-owui-layout-") as tmp:
-        ctx = Path(tmp)
-        backend = ctx / "app" / "backend"
-        with zipfile.ZipFile(wheel) as z:
-            z.extractall(backend, [n for n in z.namelist() if n.startswith("open_webui/")])
-        if modify:
-            with (backend / modify).open("a") as f:
-                f.write("# local edit (cluster smoke: a modified stock image)\n")
-        (ctx / "Containerfile").write_text(
-            f"FROM {MINBASE}\n"
-            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-            "-t bookworm python3 python-is-python3 && rm -rf /var/lib/apt/lists/*\n"
-            "COPY app /app\nRUN chmod -R a+rX /app\n"
-            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nWORKDIR /app/backend\n"
-            'CMD ["bash", "start.sh"]\n')
-        done = _podman("build", "-q", "--network", "host", "-t", tag, str(ctx))
-        if done.returncode != 0:
-            raise SmokeFailure(f"building the Open WebUI layout stand-in failed: {done.stderr[-500:]}")
-    return tag
-
-
-def ollama_double_image() -> str:
-    """Builds (once per source tree) the image of the Ollama-API test double; returns its reference."""
-    def digest(*roots: Path) -> str:
-        h = hashlib.sha256()
-        for root in roots:
-            for f in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-                h.update(f"{f.relative_to(REPO)}\0".encode() + f.read_bytes())
-        return h.hexdigest()[:12]
-
-    key = digest(REPO / "src", REPO / "tools" / "ragfr_tools", REPO / "migrations")
-    tag = f"localhost/ragfr-smoke/ollama-double:{key}"
-    if _podman("image", "exists", tag).returncode == 0:
-        return tag
-    pip = str(REPO / ".venv" / "bin" / "pip")
-    with tempfile.TemporaryDirectory(prefix="ragfr-ollama-double-") as tmp:
-        ctx = Path(tmp)
-        wheels = ctx / "wheels"
-        # Wheels from copies: building in place would leave build/ and *.egg-info in the checkout.
-        for name, files in (("ragfr", ["pyproject.toml", "README.md", "src"]), ("tools", ["tools"])):
-            copy_dir = ctx / f"src-{name}"
-            copy_dir.mkdir()
-            subprocess.run(f"tar -C {REPO} --exclude=__pycache__ -chf - {' '.join(files)} | tar -C {copy_dir} -xf -",
-                           shell=True, check=True)
-            project = copy_dir / ("tools" if name == "tools" else "")
-            subprocess.run([pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(project)], check=True,
-                           capture_output=True, timeout=600)
-        subprocess.run([pip, "download", "-q", "--only-binary=:all:", "--python-version", "3.11", "--platform",
-                        "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64", "--implementation", "cp",
-                        "--find-links", str(wheels), "-d", str(wheels), "ragfr[local]", "ragfr-tools"],
-                       check=True, capture_output=True, timeout=600)
-        (ctx / "Containerfile").write_text(
-            f"FROM {MINBASE}\n"
-            "ENV PATH=/opt/double/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "
-            "PYTHONDONTWRITEBYTECODE=1\n"
-            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-            "-t bookworm python3 python3-venv && rm -rf /var/lib/apt/lists/*\n"
-            "COPY wheels /tmp/wheels\n"
-            "RUN python3 -m venv /opt/double && /opt/double/bin/pip install -q --no-index --find-links /tmp/wheels "
-            "'ragfr[local]' ragfr-tools && rm -rf /tmp/wheels\n"
-            'LABEL org.opencontainers.image.description="ragfr Ollama-API TEST DOUBLE for the cluster smoke; '
-            'not Ollama, not a language model"\n'
-            'ENTRYPOINT ["python", "-m", "ragfr_tools.devserver", "--host", "0.0.0.0", "--port", "11434"]\n')
-        done = _podman("build", "-q", "--network", "host", "-t", tag, str(ctx))
-        if done.returncode != 0:
-            raise SmokeFailure(f"building the Ollama test double image failed: {done.stderr[-500:]}")
-    return tag
-
-
-def _only_helm_test_checks(docs: list[kp.Manifest]) -> None:
-    for d in docs:
-        if d["kind"] == "Pod" and d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test":
-            d["spec"]["containers"][0]["args"] = list(HELM_TEST_CHECKS)
-
-
 def _patch_check(pod: kp.Pod) -> list[str]:
     """The first half of the open-webui container's readiness probe (`sh -c "<check> && curl …/health"`)."""
     [c] = [c for c in pod.containers if c.name == "open-webui"]
@@ -213,15 +125,16 @@ def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | No
         workdir: Path | None = None, mutate: Mutation | None = None, modify_stock_file: str = "",
         log: Callable[[str], None] = print) -> list[Stage]:
     """Runs the stages; returns their wall times. Raises SmokeFailure naming the cause."""
-    docs = render(example, overrides)
+    values: dict[str, Any] = json.loads(json.dumps(SMOKE_VALUES))
+    _merge(values, overrides or {})
+    docs = render(example, values)
     if mutate:
         mutate(docs)
-    _only_helm_test_checks(docs)
     started = time.monotonic()
-    images = {"ghcr.io/open-webui/open-webui:v0.12.4": openwebui_layout_image(modify=modify_stock_file),
-              "ollama/ollama:0.12.10": ollama_double_image()}
+    images = {"ghcr.io/open-webui/open-webui:v0.12.4": standins.openwebui_image(modify=modify_stock_file),
+              "ollama/ollama:0.12.10": standins.ollama_double_image(DOUBLE_EMBEDDING_MODEL)}
     assert set(images) == set(STAND_INS)
-    stages = [Stage("stand-in images (open-webui layout, Ollama test double)", time.monotonic() - started)]
+    stages = [Stage("stand-in images (Open WebUI from its wheel, Ollama test double)", time.monotonic() - started)]
     cluster = Cluster(docs, prefix=prefix, workdir=workdir or Path(tempfile.mkdtemp(prefix=f"{prefix}-")),
                       image_map=images)
     try:
@@ -230,19 +143,68 @@ def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | No
         log("cluster-smoke: migrations Job")
         cluster.start(cluster.workload(*_component(docs, "Job", "migrate")), run_to_completion=True)
         log("cluster-smoke: Ollama (the Ollama-API test double)")
-        cluster.start(cluster.workload(*_component(docs, "Deployment", "ollama")))
-        log("cluster-smoke: Open WebUI init containers " + ", ".join(OPENWEBUI_INIT_RUN))
+        double = f"http://{cluster.start(cluster.workload(*_component(docs, 'Deployment', 'ollama')))}:11434"
         owui = cluster.workload(*_component(docs, "Deployment", "openwebui"))
-        cluster.start(owui, only_init=OPENWEBUI_INIT_RUN)
+        log("cluster-smoke: Open WebUI init containers " + ", ".join(c.name for c in owui.init_containers))
+        ip = cluster.start(owui, init_only=True)
         log("cluster-smoke: Open WebUI container: the patch check of its readiness probe")
         cluster.check_in_pod(owui, "open-webui", _patch_check(owui), what="readiness patch check")
         log(cluster.last_logs)
-        log("cluster-smoke: helm test pod (" + ", ".join(HELM_TEST_CHECKS) + ")")
+        log("cluster-smoke: Open WebUI container (bash start.sh), until its startup and readiness probes pass")
+        cluster.run_containers(owui, wait_ready=600)
+        log("cluster-smoke: through Open WebUI's HTTP API: sign up, knowledge base, two French questions")
+        t0 = time.monotonic()
+        log(analyst(f"http://{ip}:8080", double, lambda: cluster.full_logs(owui, "open-webui")))
+        cluster.stages.append(Stage("Open WebUI API: sign-up, knowledge base, upload, 2 questions",
+                                    time.monotonic() - t0))
+        log("cluster-smoke: helm test pod")
         cluster.start(cluster.workload(*_component(docs, "Pod", "test")), run_to_completion=True)
         log(cluster.last_logs)
     finally:
         cluster.teardown()
     return stages + cluster.stages
+
+
+def analyst(url: str, double: str, owui_logs: Callable[[], str]) -> str:
+    """An analyst's first session, through the running Open WebUI: the passage that answers an inflected French
+    question comes back with its ragfr ranks and one model call; an off-domain one is refused with none.
+    Returns what to print; raises SmokeFailure naming what differed."""
+    def chats() -> int:
+        counts = client.call("GET", double + "/ragfr/requests")
+        return int(counts["chat"]) + int(counts["generate"])
+
+    try:
+        token = client.sign_up_admin(url)
+        kb = client.knowledge_base(url, token, "Contrats", {fixtures.FILENAME: fixtures.CONTRACT})
+        before = chats()
+        reply = client.ask(url, token, CHAT_MODEL, fixtures.ANSWERABLE, kb)
+        answered_calls = chats() - before
+        before = chats()
+        refusal = client.ask(url, token, CHAT_MODEL, fixtures.OFF_DOMAIN, kb)
+        refused_calls = chats() - before
+    except client.ApiError as exc:
+        raise SmokeFailure(f"Open WebUI API: {exc}\nlast lines:\n{owui_logs()[-3000:]}") from exc
+    got = client.passages(reply)
+    theft = [m for d, m in got if fixtures.THEFT_SENTENCE in d]
+    shown = "; ".join(f"rank {m.get('ragfr_rank')} (lexical {m.get('ragfr_lexical_rank')}, semantic "
+                      f"{m.get('ragfr_semantic_rank')}): {d[:60]!r}" for d, m in got)
+    problems = []
+    if not theft:
+        problems.append(f"the theft article is not among the passages of {fixtures.ANSWERABLE!r}: {shown}")
+    elif not (all(isinstance(theft[0].get(k), int) for k in ("ragfr_rank", "ragfr_lexical_rank"))
+              and theft[0].get("ragfr_chunk_id") and theft[0].get("ragfr_gate") == "answer"):
+        problems.append(f"the passage has no ragfr ranks or gate decision (is the patch's retrieval running?): "
+                        f"{theft[0]}")
+    if answered_calls != 1:
+        problems.append(f"{answered_calls} chat model calls for the answerable question (expected 1)")
+    if not client.answer_text(refusal).startswith(REFUSAL):
+        problems.append(f"{fixtures.OFF_DOMAIN!r} was answered: {client.answer_text(refusal)[:200]!r}")
+    if refused_calls != 0:
+        problems.append(f"{refused_calls} chat model calls below the evidence gate (expected 0)")
+    if problems:
+        raise SmokeFailure("Open WebUI API: " + "; ".join(problems))
+    return (f"    PASS {fixtures.ANSWERABLE!r}: {shown}; 1 model call\n"
+            f"    PASS {fixtures.OFF_DOMAIN!r}: refused ({REFUSAL!r}), 0 model calls")
 
 
 def run_prefix() -> str:

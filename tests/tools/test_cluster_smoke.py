@@ -61,6 +61,8 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path)
         "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-1", "Deployment/ragfr-ollama",
         "Deployment/ragfr-openwebui (init containers wait-for-schema, copy-stock-openwebui, apply-french-patch)",
         "Deployment/ragfr-openwebui container open-webui (readiness patch check)",
+        "Deployment/ragfr-openwebui (containers open-webui, ready)",
+        "Open WebUI API: sign-up, knowledge base, upload, 2 questions",
         "Pod/ragfr-test",
     ]
     # Inside the Open WebUI container's filesystem (patched files mounted over the stock ones by subPath,
@@ -71,9 +73,16 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path)
               f"{manifest['open_webui_version']} in /app/backend")
     assert active in patch_check, patch_check
     assert patch_check.count("    patched ") == len(manifest["files"]), patch_check  # every file of the manifest
+    # The running Open WebUI answered the inflected question from the theft article, with ragfr's ranks, and
+    # refused the off-domain one without a model call (smoke.analyst raises on anything else).
+    analyst = lines[lines.index("cluster-smoke: through Open WebUI's HTTP API: sign up, knowledge base, two French "
+                                "questions") + 1]
+    assert "PASS 'Dans quel délai dois-je déclarer un vol ?': rank " in analyst and "Article 3 - Vol." in analyst
+    assert "PASS 'Quelle est la capitale du Pérou ?': refused" in analyst and "0 model calls" in analyst
     helm_test = lines[-1]
-    assert "PASS schema: schema at version" in helm_test and "vector(1024)" in helm_test
-    assert "PASS french: 'ecole publique' -> lexemes ['ecol', 'publiqu']" in helm_test
+    for check in ("health", "patch", "schema", "french"):
+        assert f"PASS {check}:" in helm_test, helm_test
+    assert "vector(384)" in helm_test and "'ecole publique' -> lexemes ['ecol', 'publiqu']" in helm_test
     assert "FAIL" not in helm_test
 
 
@@ -120,3 +129,19 @@ def test_missing_pythonpath_in_the_configmap_fails_the_patch_check(prefix: str, 
     assert message.startswith(
         "Deployment/ragfr-openwebui: container open-webui (readiness patch check) failed (exit 1); last lines:")
     assert "No module named 'ragfr'" in message
+
+
+def test_query_rewriting_turned_back_on_fails_the_analyst_session(prefix: str, tmp_path: Path) -> None:
+    # Issue 12's regression, in the chart's own pods: with ENABLE_RETRIEVAL_QUERY_GENERATION on, Open WebUI first
+    # asks the chat model to rewrite the question, so the answerable question costs a second model call (and
+    # the search runs on whatever the model wrote).
+    def rewrite_queries(docs: list[dict]) -> None:
+        for d in docs:
+            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "ragfr-openwebui-env":
+                d["data"]["ENABLE_RETRIEVAL_QUERY_GENERATION"] = "true"
+
+    with pytest.raises(SmokeFailure) as failure:
+        run(prefix, tmp_path, mutate=rewrite_queries)
+    message = str(failure.value)
+    assert message.startswith("Open WebUI API: "), message
+    assert "chat model calls for the answerable question (expected 1)" in message, message

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ragfr import metrics
 from ragfr.errors import RagfrError
 from ragfr.retrieval.gate import Evidence, GateConfig, Scale, assess
 from ragfr.retrieval.types import Hit, SearchResult
@@ -105,6 +106,7 @@ def answer(result: SearchResult, chat: ChatClient, model: str, gate: GateConfig 
     scale: Scale = "cross-encoder" if result.hits and result.hits[0].rerank_score is not None else "rrf"
     gate = gate or GateConfig.for_scale(scale, int(result.settings.get("rrf_k", 60)))
     evidence = assess(result.hits, gate)
+    metrics.gate_decision("cli", evidence.grounded)
     if not evidence.grounded:
         return Answer(
             question=result.query, grounded=False, answer=None, citations=[], evidence=evidence, search=result,

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import psycopg
 
+from ragfr import metrics
 from ragfr.errors import DatabaseError, EmbeddingSpaceError
 
 RUNBOOK = "docs/runbooks/embedding-migration.md"
@@ -52,6 +53,7 @@ def check_space(conn: psycopg.Connection, embedder: _HasSpace) -> EmbeddingSpace
     """Refuse an embedder whose model or dimension differs from the stored space; return the space."""
     space = read_space(conn)
     if embedder.model_id != space.model or embedder.dims != space.dims:
+        metrics.space_mismatch("model")
         raise EmbeddingSpaceError(
             f"embedder {embedder.model_id} ({embedder.dims} dims) does not match the database's "
             f"embedding space {space.model} ({space.dims} dims); use --embedder {space.model}, "

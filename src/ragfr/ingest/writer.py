@@ -13,6 +13,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
+from ragfr import metrics
 from ragfr.embed import Embedder, check_space, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.ingest.chunking import Chunk, ChunkConfig, check_chunk_size, chunk_text
@@ -280,12 +281,15 @@ def _write(
                 report.updated += cur.rowcount
     except psycopg.Error as exc:
         _rollback(conn)
+        if isinstance(exc, psycopg.errors.CheckViolation) and "ragfr: vector" in str(exc):
+            metrics.space_mismatch("model")  # the writer-model check of migration 0009 refused the rows
         raise DatabaseError(f"writing chunks into collection {collection!r} failed: {_first_line(exc)}") from exc
 
 
 def _recheck_space(conn: psycopg.Connection[Any], embedder: Embedder, report: IngestReport) -> None:
     space = read_space(conn)
     if (space.model, space.dims) != (embedder.model_id, embedder.dims):
+        metrics.space_mismatch("model")
         raise EmbeddingSpaceError(
             f"the embedding space changed to {space.model} ({space.dims} dims) while this ingest embedded with "
             f"{embedder.model_id}: nothing more was written (the {report.inserted} chunk(s) stored before the switch "

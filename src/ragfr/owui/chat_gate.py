@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragfr import metrics
 from ragfr.analysis.french import query_terms
 from ragfr.retrieval.gate import GateConfig, Scale, decide
 
@@ -188,6 +189,7 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
         decision, chosen = Decision(False, "rrf", None, gate_cfg.evidence_threshold, gate_cfg.noise_floor,
                                     f"evidence gate error: {type(exc).__name__}", message=REFUSAL), []
     metadata[METADATA_KEY] = decision.to_json()
+    metrics.gate_decision("chat", decision.grounded)
     _log(decision, metadata, question, started)
     if decision.grounded:
         return _select(sources, chosen, decision, keep_others=True)

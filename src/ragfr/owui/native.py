@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from ragfr import metrics
 from ragfr.db.connect import normalize_dsn, redact
 from ragfr.errors import RagfrError
 from ragfr.retrieval import hybrid
@@ -192,6 +193,8 @@ def hybrid_search(
         with pool(dsn, "main").connection() as conn, pool(dsn, "lexical").connection() as lexical_conn:
             results = _search_all(conn, lexical_conn, **args)
     except (PoolTimeout, SearchTimeoutError) as err:
+        if isinstance(err, PoolTimeout):  # never reached hybrid.search, which counts its own timeouts
+            metrics.search_failed(timeout=True)
         # Busy or stuck: no results now (Open WebUI answers without these passages) rather than a request
         # that hangs, and never the legacy path, which would load the whole collection on top.
         log.warning("ragfr: no results for %s: %s", collection_name, err)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragfr import metrics
 from ragfr.owui.errors import VectorLengthError
 
 
@@ -15,6 +16,7 @@ def require_vector_length(vector: Sequence[float], expected: int) -> list[float]
     corrupt the index silently.
     """
     if len(vector) != expected:
+        metrics.space_mismatch("dimension")
         raise VectorLengthError(
             f"embedding has {len(vector)} dimensions but document_chunk.vector holds {expected} "
             "(PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH): RAG_EMBEDDING_MODEL does not match the embedding space "

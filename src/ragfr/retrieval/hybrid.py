@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import psycopg
 
+from ragfr import metrics
 from ragfr.analysis.french import query_terms
 from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
@@ -66,6 +67,31 @@ def validate_query(query: str) -> str:
 
 
 def search(
+    conn: psycopg.Connection[Any],
+    query: str,
+    *,
+    collections: Sequence[str],
+    conditions: Sequence[Condition] = (),
+    query_vector: Sequence[float] | None = None,
+    embedder: QueryEmbedder | None = None,
+    config: SearchConfig | None = None,
+    reranker: Reranker | None = None,
+    lexical_conn: psycopg.Connection[Any] | None = None,
+) -> SearchResult:
+    """Hybrid search over `collections` (see `_search`), counted and timed in ragfr.metrics."""
+    try:
+        result = _search(
+            conn, query, collections=collections, conditions=conditions, query_vector=query_vector,
+            embedder=embedder, config=config, reranker=reranker, lexical_conn=lexical_conn,
+        )
+    except Exception as exc:
+        metrics.search_failed(timeout=isinstance(exc, SearchTimeoutError))
+        raise
+    metrics.observe_search(result.timings_ms["total"], result.timings_ms, result.underfilled)
+    return result
+
+
+def _search(
     conn: psycopg.Connection[Any],
     query: str,
     *,
@@ -202,6 +228,7 @@ def _query_vector(
         if embedder is None:
             raise ConfigError("the vector arm needs an embedder or a query vector (or disable it)")
         if embedder.model_id != space.model or embedder.dims != space.dims:
+            metrics.space_mismatch("model")
             raise EmbeddingSpaceError(
                 f"embedder {embedder.model_id} ({embedder.dims} dims) does not match the stored embedding space "
                 f"{space.model} ({space.dims} dims); query with --embedder {space.model} or migrate ({RUNBOOK})"
@@ -209,6 +236,7 @@ def _query_vector(
         given = embedder.embed_queries([query])[0]
     vector = [float(x) for x in given]
     if len(vector) != space.dims:
+        metrics.space_mismatch("dimension")
         raise EmbeddingSpaceError(
             f"query vector has {len(vector)} dimensions, the stored embedding space {space.model} has {space.dims}; "
             f"vectors are never padded or truncated ({RUNBOOK})"

@@ -16,6 +16,8 @@ BOOKWORM_PKGS=(
   # A real OCI registry on loopback for the images-push test (distribution 2.8; its service is never started).
   docker-registry
   chromium fonts-liberation  # the real browser of tests/owui/test_browser.py (playwright drives it); readable screenshots
+  # promtool (`promtool check rules`) for the chart's PrometheusRule in tests/chart/test_metrics.py; the server is unused.
+  prometheus
 )
 # qemu-user 10 (static-pie /usr/bin/qemu-x86_64): bookworm's 7.2 segfaults running the postmaster.
 BACKPORTS_PKGS=(qemu-user)

@@ -152,3 +152,23 @@ def test_planner_setting_does_not_outlive_the_vector_arm(migrated_db) -> None:
         result = search(caller, "texte", collections=["c"], query_vector=Q, config=HNSW_ONLY.with_(exact_threshold=1))
         assert result.arms["semantic"].strategy == "hnsw" and len(result.hits) == HNSW_ONLY.k
         assert caller.execute("SELECT current_setting('enable_sort')").fetchone() == ("on",)
+
+
+def test_underfilled_searches_are_counted(conn) -> None:
+    from prometheus_client import REGISTRY
+
+    def underfilled() -> float:
+        return REGISTRY.get_sample_value("ragfr_search_underfilled_total") or 0.0
+
+    rng = random.Random(13)
+    rows = [(f"c{i:05d}", at_cosine(rng.uniform(0.5, 0.99), rng), "kb", "commun", {"groupe": "a"}) for i in range(1500)]
+    rows += [(f"f{i:03d}", at_cosine(rng.uniform(-0.2, 0.0), rng), "kb", "loin", {"groupe": "b"}) for i in range(300)]
+    insert(conn, rows)
+    cfg = HNSW_ONLY.with_(k=20, semantic_depth=20, max_scan_tuples=100, exact_threshold=10)
+    cond = [Condition("groupe", "eq", ("b",))]
+    before = underfilled()
+    assert search(conn, "loin", collections=["kb"], conditions=cond, query_vector=Q, config=cfg).underfilled
+    assert underfilled() == before + 1
+    full = search(conn, "loin", collections=["kb"], conditions=cond, query_vector=Q,
+                  config=cfg.with_(max_scan_tuples=20000))
+    assert not full.underfilled and underfilled() == before + 1

@@ -425,3 +425,48 @@ def test_cli_ask_gives_up_on_a_silent_chat_model(kb, capsys, monkeypatch) -> Non
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "did not answer within 1 s" in err and "\n" not in err, err
     assert time.monotonic() - started < 30
+
+
+def _sample(name: str, **labels: str) -> float:
+    from prometheus_client import REGISTRY
+
+    found = REGISTRY.get_sample_value(name, labels)
+    assert found is not None, f"no sample {name}{labels}"
+    return found
+
+
+def test_searches_refusals_and_gate_decisions_move_the_metrics(kb, e5) -> None:
+    """The counters and histograms of ragfr.metrics, moved by real searches (as the CLI and the chat run them)."""
+    _, conn = kb
+    ok, count = _sample("ragfr_searches_total", outcome="ok"), _sample("ragfr_search_duration_seconds_count")
+    lex, vec = (_sample("ragfr_search_arm_duration_seconds_count", arm=a) for a in ("lexical", "vector"))
+    seconds = _sample("ragfr_search_duration_seconds_sum")
+    result = search(conn, "délai pour déclarer un sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK)
+    assert _sample("ragfr_searches_total", outcome="ok") == ok + 1
+    assert _sample("ragfr_search_duration_seconds_count") == count + 1
+    assert _sample("ragfr_search_duration_seconds_sum") - seconds == pytest.approx(result.timings_ms["total"] / 1000)
+    assert _sample("ragfr_search_arm_duration_seconds_count", arm="lexical") == lex + 1
+    assert _sample("ragfr_search_arm_duration_seconds_count", arm="vector") == vec + 1
+    search(conn, "sinistre", collections=["contrat"], config=NO_RERANK.with_(semantic=False))
+    assert _sample("ragfr_search_arm_duration_seconds_count", arm="vector") == vec + 1  # no vector arm ran
+    assert _sample("ragfr_search_arm_duration_seconds_count", arm="lexical") == lex + 2
+
+    errors, model, width = (_sample("ragfr_searches_total", outcome="error"),
+                            _sample("ragfr_embedding_space_mismatches_total", check="model"),
+                            _sample("ragfr_embedding_space_mismatches_total", check="dimension"))
+    with pytest.raises(EmbeddingSpaceError):
+        search(conn, "sinistre", collections=["contrat"], embedder=load_embedder("local:use-multilingual", cache=False),
+               config=NO_RERANK)
+    with pytest.raises(EmbeddingSpaceError):
+        search(conn, "sinistre", collections=["contrat"], query_vector=[0.1] * 383, config=NO_RERANK)
+    assert _sample("ragfr_embedding_space_mismatches_total", check="model") == model + 1
+    assert _sample("ragfr_embedding_space_mismatches_total", check="dimension") == width + 1
+    assert _sample("ragfr_searches_total", outcome="error") == errors + 2
+
+    refused, answered = (_sample("ragfr_gate_decisions_total", surface="cli", decision=d) for d in ("refuse", "answer"))
+    answer(search(conn, "recette de la tarte tatin aux pommes caramélisées", collections=["contrat"], embedder=e5,
+                  config=NO_RERANK), _Chat(), "test-model")
+    assert _sample("ragfr_gate_decisions_total", surface="cli", decision="refuse") == refused + 1
+    answer(search(conn, "délai pour déclarer un sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK),
+           _Chat(), "test-model")
+    assert _sample("ragfr_gate_decisions_total", surface="cli", decision="answer") == answered + 1

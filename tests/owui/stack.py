@@ -7,7 +7,8 @@ exactly the values `scripts/up.sh` computes or overrides on a machine without Ol
   OLLAMA_BASE_URL / RAG_OLLAMA_BASE_URL / RAG_EMBEDDING_MODEL    the Ollama-API test double and its e5 model;
   RAG_EMBEDDING_QUERY_PREFIX / RAG_EMBEDDING_CONTENT_PREFIX      e5's "query: " / "passage: " sides;
   RAG_RERANKING_MODEL=""                                         no cross-encoder can be downloaded offline
-                                                                 (Open WebUI then re-scores by embeddings).
+                                                                 (Open WebUI then re-scores by embeddings);
+  RAGFR_METRICS_PORT (+ RAGFR_METRICS_ADDR=127.0.0.1)            a free port, as the chart's openwebui.metrics.port.
 Nothing else: retrieval behaviour (query generation, chunking, top-k, hybrid search, side tasks) is the
 settings file's. The chat "model" is the double (not a language model: it quotes the context sentence
 sharing most French lexemes with the question, with its [source id]); it counts the chat requests it
@@ -100,6 +101,19 @@ class Server:
     log: Path
     double: Double
     dsn: str
+    metrics_url: str = ""
+
+    def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        """Every sample of ragfr's Prometheus endpoint, parsed (a malformed exposition text raises)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        with urllib.request.urlopen(self.metrics_url, timeout=30) as resp:
+            text = resp.read().decode("utf-8")
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(text) for s in f.samples}
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.metrics()[(name, tuple(sorted(labels.items())))]
 
     def log_events(self, event: str) -> list[dict[str, Any]]:
         """ragfr's JSON log lines of one kind ("search", "gate") from Open WebUI's output, in order."""
@@ -142,6 +156,8 @@ def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Dou
         RAG_EMBEDDING_QUERY_PREFIX="query: ",
         RAG_EMBEDDING_CONTENT_PREFIX="passage: ",
         RAG_RERANKING_MODEL="",
+        RAGFR_METRICS_PORT=str(metrics_port := free_port()),
+        RAGFR_METRICS_ADDR="127.0.0.1",
     )
     env = owui_env(tmp=tmp, site=site, dsn=dsn, dims=384, patched_root=patched, extra=settings)
     port, log = free_port(), tmp / "open-webui.log"
@@ -156,7 +172,7 @@ def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Dou
     except AssertionError:
         stop(proc)
         raise
-    return Server(url, proc, log, double, dsn)
+    return Server(url, proc, log, double, dsn, f"http://127.0.0.1:{metrics_port}/metrics")
 
 
 def sign_up_admin(server: Server) -> str:

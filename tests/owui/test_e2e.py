@@ -15,6 +15,7 @@ None changes retrieval behaviour; query generation, chunking and side tasks are 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -48,8 +49,10 @@ def test_the_contract_is_several_chunks(contract: tuple[Server, str, str]) -> No
 def test_answerable_question_is_searched_as_asked_and_cited(contract: tuple[Server, str, str]) -> None:
     server, token, kb = contract
     searches_before, chats_before = len(server.log_events("search")), server.double.chat_requests()
+    metrics_before = server.metrics()
     reply = ask(server, token, ANSWERABLE, kb)
     chats = server.double.chat_requests() - chats_before
+    moved = _moved(metrics_before, server.metrics())
     answer = answer_text(reply)
     print("answer:", answer)
 
@@ -75,12 +78,21 @@ def test_answerable_question_is_searched_as_asked_and_cited(contract: tuple[Serv
     assert gate["evidence_threshold"] == expected.evidence_threshold and gate["top_score"] >= expected.evidence_threshold
     assert gate["query_terms"] == query_terms(ANSWERABLE)
 
+    # The Prometheus endpoint counted exactly what happened: each logged search, timed per arm; one grant.
+    n = len(searches)
+    assert moved(SEARCHES_OK) == n and moved(("ragfr_search_duration_seconds_count", ())) == n, moved
+    assert moved(("ragfr_search_arm_duration_seconds_count", (("arm", "lexical"),))) == n
+    assert moved(("ragfr_search_arm_duration_seconds_count", (("arm", "vector"),))) == n
+    assert moved(GRANTS) == 1 and moved(REFUSALS) == 0
+
 
 def test_off_domain_question_is_refused_without_a_model_call(contract: tuple[Server, str, str]) -> None:
     server, token, kb = contract
     searches_before, chats_before = len(server.log_events("search")), server.double.chat_requests()
+    metrics_before = server.metrics()
     reply = ask(server, token, OFF_DOMAIN, kb)
     chats = server.double.chat_requests() - chats_before
+    moved = _moved(metrics_before, server.metrics())
     answer = answer_text(reply)
     print("answer:", answer)
 
@@ -99,6 +111,34 @@ def test_off_domain_question_is_refused_without_a_model_call(contract: tuple[Ser
         assert meta["ragfr_gate_top_score"] == gate["top_score"]
         assert meta["ragfr_gate_evidence_threshold"] == gate["evidence_threshold"]
         assert "below the evidence threshold" in meta["ragfr_gate_reason"]
+    # Counted on the Prometheus endpoint: one refusal, no grant, the searches behind it.
+    assert moved(REFUSALS) == 1 and moved(GRANTS) == 0, moved
+    assert moved(SEARCHES_OK) == len(searches)
+
+
+def test_metrics_endpoint_serves_well_formed_text_from_the_start(owui_server: Server) -> None:
+    """Served by the patched lifespan (not by the first search): every series exists, parsed as exposition text."""
+    samples = owui_server.metrics()
+    for outcome in ("ok", "timeout", "error"):
+        assert ("ragfr_searches_total", (("outcome", outcome),)) in samples
+    for check in ("model", "dimension"):
+        assert ("ragfr_embedding_space_mismatches_total", (("check", check),)) in samples
+    assert ("ragfr_search_duration_seconds_bucket", (("le", "0.2"),)) in samples
+    assert ("ragfr_search_underfilled_total", ()) in samples
+    assert any(name.startswith("process_") for name, _ in samples)  # the process collector of the same registry
+
+
+SEARCHES_OK = ("ragfr_searches_total", (("outcome", "ok"),))
+GRANTS = ("ragfr_gate_decisions_total", (("decision", "answer"), ("surface", "chat")))
+REFUSALS = ("ragfr_gate_decisions_total", (("decision", "refuse"), ("surface", "chat")))
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _moved(before: Samples, after: Samples) -> Callable[[tuple[str, tuple[tuple[str, str], ...]]], float]:
+    def delta(key: tuple[str, tuple[tuple[str, str], ...]]) -> float:
+        return after[key] - before[key]
+
+    return delta
 
 
 def test_streamed_refusal_is_the_same_message(contract: tuple[Server, str, str]) -> None:

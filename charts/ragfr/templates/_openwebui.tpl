@@ -18,6 +18,9 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- if .Values.openwebui.patch.enabled -}}
 {{- $_ := set $env "PYTHONPATH" "/opt/ragfr/site" -}}
 {{- end -}}
+{{- if .Values.openwebui.metrics.enabled -}}
+{{- $_ := set $env "RAGFR_METRICS_PORT" (toString .Values.openwebui.metrics.port) -}}
+{{- end -}}
 {{- with (include "ragfr.redis.url" .) -}}
 {{- $_ := set $env "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
 {{- $_ := set $env "WEBSOCKET_MANAGER" "redis" -}}

@@ -7,9 +7,9 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- if gt (int $v.embedding.dims) 2000 -}}
 {{- fail (printf "embedding.dims=%v: pgvector's HNSW index supports at most 2000 dimensions for the vector type" $v.embedding.dims) -}}
 {{- end -}}
-{{- range $key := list "PGVECTOR_DB_URL" "DATABASE_URL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" "RAG_EMBEDDING_MODEL" "OLLAMA_BASE_URL" "WEBUI_SECRET_KEY" "WEBSOCKET_REDIS_URL" "REDIS_URL" "HF_HOME" "PYTHONPATH" -}}
+{{- range $key := list "PGVECTOR_DB_URL" "DATABASE_URL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" "RAG_EMBEDDING_MODEL" "OLLAMA_BASE_URL" "WEBUI_SECRET_KEY" "WEBSOCKET_REDIS_URL" "REDIS_URL" "HF_HOME" "PYTHONPATH" "RAGFR_METRICS_PORT" -}}
 {{- if hasKey $v.openwebui.env $key -}}
-{{- fail (printf "openwebui.env.%s is computed by the chart (from embedding.*, database.*, redis.*, openwebui.existingSecret); set those values instead" $key) -}}
+{{- fail (printf "openwebui.env.%s is computed by the chart (from embedding.*, database.*, redis.*, openwebui.existingSecret, openwebui.metrics); set those values instead" $key) -}}
 {{- end -}}
 {{- end -}}
 {{- if and $v.redis.enabled $v.redis.externalUrl -}}

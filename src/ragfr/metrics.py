@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Mapping
 
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Histogram, disable_created_metrics, start_http_server
 
 log = logging.getLogger("ragfr.metrics")
 
@@ -31,6 +31,9 @@ ARMS = ("lexical", "vector")
 SURFACES = ("chat", "cli")
 DECISIONS = ("answer", "refuse")
 CHECKS = ("model", "dimension")
+
+# No `*_created` series beside each counter and histogram: they double the series count and nothing here reads them.
+disable_created_metrics()
 
 SEARCHES = Counter(
     "ragfr_searches", "Hybrid searches run, by outcome (ok, timeout: statement_timeout or pool wait, error).",

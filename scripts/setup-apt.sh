@@ -15,6 +15,9 @@ BOOKWORM_PKGS=(
   podman debootstrap runc uidmap catatonit containernetworking-plugins
   # A real OCI registry on loopback for the images-push test (distribution 2.8; its service is never started).
   docker-registry
+  # containerd 1.6 (what k3s embeds) and its ctr, for the `k3s ctr images import` test of the saved archives;
+  # the tests start a private instance with its own root and socket.
+  containerd
   chromium fonts-liberation  # the real browser of tests/owui/test_browser.py (playwright drives it); readable screenshots
   # promtool (`promtool check rules`) for the chart's PrometheusRule in tests/chart/test_metrics.py; the server is unused.
   prometheus

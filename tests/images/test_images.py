@@ -149,10 +149,17 @@ def test_push_to_a_real_registry_then_pull_back(built: dict[str, str], registry:
         assert f"{registry}/ragfr/{name}@{pushed[dest]}" in info["RepoDigests"]
 
 
-def test_save_writes_oci_archives_that_load_back(built: dict[str, str], tmp_path: Path,
-                                                 scratch_store: list[str]) -> None:
-    out_dir = tmp_path / "out"
+@pytest.fixture(scope="module")
+def saved(built: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder `make images-save DIR=...` wrote."""
+    out_dir = tmp_path_factory.mktemp("saved") / "out"
     images_sh("save", str(out_dir))
+    return out_dir
+
+
+def test_save_writes_oci_archives_that_load_back(built: dict[str, str], saved: Path,
+                                                 scratch_store: list[str]) -> None:
+    out_dir = saved
     files = sorted(p.name for p in out_dir.iterdir())
     assert files == sorted(["SHA256SUMS", *(f"{n}-{APP_VERSION}.oci.tar" for n in NAMES)])
     subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=out_dir, check=True)
@@ -172,3 +179,54 @@ def test_save_writes_oci_archives_that_load_back(built: dict[str, str], tmp_path
     # Saving must not leave the temporary docker.io names in the local store.
     listed = subprocess.run([*PODMAN, "images", "--format", "{{.Repository}}"], capture_output=True, text=True).stdout
     assert "docker.io/ragfr/" not in listed
+
+
+@pytest.fixture()
+def containerd() -> Iterator[list[str]]:
+    """A private containerd (Debian 12's 1.6, what k3s embeds) with its own root, state and socket; the `ctr`
+    command line that talks to it in k3s's namespace k8s.io. The CRI plugin is off: no kubelet here."""
+    binary = shutil.which("containerd")
+    assert binary, "containerd is not installed (make setup-apt installs it from bookworm)"
+    # A unix socket path must stay under 108 bytes: pytest's tmp_path can be longer.
+    root = Path(tempfile.mkdtemp(prefix="ragfr-ctd-"))
+    (root / "config.toml").write_text(
+        f'version = 2\nroot = "{root}/root"\nstate = "{root}/state"\n'
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+        f'[grpc]\n  address = "{root}/containerd.sock"\n')
+    log = (root / "containerd.log").open("wb")
+    proc = subprocess.Popen([binary, "--config", str(root / "config.toml")], stdout=log, stderr=subprocess.STDOUT)
+    ctr = ["ctr", "--address", str(root / "containerd.sock"), "--namespace", "k8s.io"]
+    deadline = time.monotonic() + 30
+    while subprocess.run([*ctr, "version"], capture_output=True).returncode != 0:
+        assert proc.poll() is None, (root / "containerd.log").read_text()[-2000:]
+        assert time.monotonic() < deadline, "containerd did not answer in 30 s"
+        time.sleep(0.2)
+    yield ctr
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+    subprocess.run(["umount", "--recursive", "--quiet", str(root / "state")], capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_saved_archives_import_into_containerd_as_the_chart_names_them(saved: Path,
+                                                                         containerd: list[str]) -> None:
+    # What docs/install.md tells a k3s operator to run (`k3s ctr images import FILE`): k3s's ctr is containerd's.
+    for name in NAMES:
+        archive = saved / f"{name}-{APP_VERSION}.oci.tar"
+        with tarfile.open(archive) as tar:
+            member = tar.extractfile("index.json")
+            assert member is not None
+            digest = json.load(member)["manifests"][0]["digest"]
+        out = subprocess.run([*containerd, "images", "import", str(archive)], capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-1500:]
+        listed = subprocess.run([*containerd, "images", "ls"], capture_output=True, text=True, check=True).stdout
+        row = [line.split() for line in listed.splitlines() if line.startswith(f"docker.io/ragfr/{name}:")]
+        assert row and row[0][0] == f"docker.io/ragfr/{name}:{APP_VERSION}" and row[0][2] == digest, listed
+    # Unpacked and runnable by containerd's runtime, as the chart's default user (the image's, non-root).
+    ran = subprocess.run([*containerd, "run", "--rm", f"docker.io/ragfr/ragfr:{APP_VERSION}", "ragfr-ctd-check",
+                          "sh", "-c", "ragfr --version && id -u"], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-1500:]
+    version, uid = ran.stdout.split()[-2:]
+    assert version == APP_VERSION and uid != "0", ran.stdout

@@ -59,7 +59,10 @@ build() {
     bash "$ROOT/images/owui-init/smoke.sh" "$(ref owui-init)" >&2
     echo "images: smoke tests passed ($((SECONDS - t0)) s)" >&2
   fi
-  list_ids
+  mkdir -p "$ROOT/.build"
+  # What this checkout built, by image ID: the cluster smoke runs these even if another checkout sharing the
+  # podman store re-tags <name>:<appVersion> meanwhile.
+  list_ids | tee "$ROOT/.build/images.built"
 }
 
 list_ids() {
@@ -77,10 +80,9 @@ save() {
     file="$name-$VERSION.oci.tar"
     rm -f "$dir/$file"
     # The archive names the image as containerd resolves the chart's default reference ragfr/<name>:<version>
-    # (docker.io/ragfr/<name>:<version>), so `k3s ctr images import` makes it usable as rendered.
-    "${PODMAN[@]}" tag "$(ref "$name")" "docker.io/ragfr/$name:$VERSION"
-    "${PODMAN[@]}" save --quiet --format oci-archive -o "$dir/$file" "docker.io/ragfr/$name:$VERSION" >&2
-    "${PODMAN[@]}" untag "$(ref "$name")" "docker.io/ragfr/$name:$VERSION"
+    # (docker.io/ragfr/<name>:<version>), so `k3s ctr images import` makes it usable as rendered. Pushed to the
+    # archive under that name, not tagged locally first: the local store (maybe shared) is never changed.
+    "${PODMAN[@]}" push --quiet "$(ref "$name")" "oci-archive:$dir/$file:docker.io/ragfr/$name:$VERSION" >&2
     echo "images: wrote $dir/$file" >&2
   done
   (cd "$dir" && sha256sum "${NAMES[@]/%/-$VERSION.oci.tar}" >SHA256SUMS)

@@ -134,6 +134,7 @@ def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | No
     images = {"ghcr.io/open-webui/open-webui:v0.12.4": standins.openwebui_image(modify=modify_stock_file),
               "ollama/ollama:0.12.10": standins.ollama_double_image(DOUBLE_EMBEDDING_MODEL)}
     assert set(images) == set(STAND_INS)
+    images.update(built_images())
     stages = [Stage("stand-in images (Open WebUI from its wheel, Ollama test double)", time.monotonic() - started)]
     cluster = Cluster(docs, prefix=prefix, workdir=workdir or Path(tempfile.mkdtemp(prefix=f"{prefix}-")),
                       image_map=images)
@@ -163,6 +164,16 @@ def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | No
     finally:
         cluster.teardown()
     return stages + cluster.stages
+
+
+def built_images() -> dict[str, str]:
+    """Rendered reference -> image ID, for the images `make images` built in THIS checkout (.build/images.built):
+    a podman store shared with another checkout may have re-tagged ragfr/<name>:<appVersion> since."""
+    listed = REPO / ".build" / "images.built"
+    if not listed.exists():
+        return {}
+    pairs = (line.split() for line in listed.read_text().splitlines() if line.strip())
+    return {ref.removeprefix("localhost/"): image_id for ref, image_id in pairs}
 
 
 def analyst(url: str, double: str, owui_logs: Callable[[], str]) -> str:

@@ -69,9 +69,16 @@ def _search_ids(release: Release) -> list[list[str]]:
     return ids
 
 
+def _credentials(release: Release) -> dict[str, str]:
+    """The database env of the CronJob's container (restore.sh reuses it): password-less URLs and the
+    passwords apart, as the chart renders them; the passwords hold @ / ? # % ' and :."""
+    return {"RAGFR_DATABASE_URL": release.ragfr_bare_url, "OPENWEBUI_DATABASE_URL": release.owui_bare_url,
+            "RAGFR_DB_PASSWORD": release.passwords["ragfr"], "OPENWEBUI_DB_PASSWORD": release.passwords["owui"]}
+
+
 def _backup_env(release: Release, backup_dir: Path, keep: int) -> dict[str, str]:
     """The env the CronJob gives backup.sh, with this cluster's values (names checked against the render)."""
-    env = {"RAGFR_DATABASE_URL": release.ragfr_url, "OPENWEBUI_DATABASE_URL": release.owui_url,
+    env = {**_credentials(release),
            "BACKUP_DIR": str(backup_dir), "BACKUP_KEEP": str(keep), "DATA_DIR": str(release.data_dir)}
     cron = one(render({"backup": {"enabled": True}}), "CronJob", "-backup")
     container = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
@@ -100,8 +107,7 @@ def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(releas
     shutil.rmtree(release.data_dir)
     release.data_dir.mkdir()
     ragdb_init(release)
-    restore_env = {"RESTORE_SET": str(set_dir), "RAGFR_DATABASE_URL": release.ragfr_url,
-                   "OPENWEBUI_DATABASE_URL": release.owui_url, "DATA_DIR": str(release.data_dir),
+    restore_env = {"RESTORE_SET": str(set_dir), **_credentials(release), "DATA_DIR": str(release.data_dir),
                    "TMPDIR": str(tmp_path)}
     t0 = time.monotonic()
     done = _run(["sh", str(scripts["restore.sh"])], restore_env)
@@ -137,8 +143,7 @@ def test_restore_refuses_a_damaged_set(release: Release, tmp_path: Path) -> None
     data[len(data) // 2] ^= 0xFF
     dump.write_bytes(bytes(data))
     refused = _run(["sh", str(scripts["restore.sh"])], {
-        "RESTORE_SET": str(set_dir), "RAGFR_DATABASE_URL": release.ragfr_url,
-        "OPENWEBUI_DATABASE_URL": release.owui_url, "DATA_DIR": ""})
+        "RESTORE_SET": str(set_dir), **_credentials(release), "DATA_DIR": ""})
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1] == f"restore: {set_dir} fails its SHA256SUMS; refusing"
 

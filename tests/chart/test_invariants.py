@@ -116,7 +116,9 @@ def test_every_container_has_resources_and_a_hardened_security_context(example: 
 
 
 # Open WebUI's stock image runs as root and writes into its package dir (documented in docs/install.md).
-ROOT_EXCEPTIONS = {"open-webui"}
+# db-passfile runs as Open WebUI's user, whatever it is: libpq reads only a password file that its owner
+# alone can read (0600), and root with every capability dropped cannot read another user's 0600 file.
+ROOT_EXCEPTIONS = {"open-webui", "db-passfile"}
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -208,7 +210,7 @@ def test_open_webui_starts_only_after_the_schema_and_the_patch() -> None:
     docs = render()
     spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
     names = [c["name"] for c in spec["initContainers"]]
-    assert names == ["wait-for-schema", "copy-stock-openwebui", "apply-french-patch", "cache-reranker"]
+    assert names == ["wait-for-schema", "db-passfile", "copy-stock-openwebui", "apply-french-patch", "cache-reranker"]
     wait = spec["initContainers"][0]
     # $(VAR) in args expanded as the kubelet does, from the ConfigMap entries the container's env points at.
     cm = owui_env(docs)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import psycopg
 from tests.support.chart import CHART, one, render
@@ -27,8 +27,11 @@ RAGFR = REPO / ".venv" / "bin" / "ragfr"
 class Release:
     """The two owner-role URLs of one fake release, its data directory and the psql environment."""
 
-    ragfr_url: str
+    ragfr_url: str  # with the password, percent-encoded (for ragfr --dsn and psycopg)
     owui_url: str
+    ragfr_bare_url: str  # password-less, as the chart renders them
+    owui_bare_url: str
+    passwords: dict[str, str]
     data_dir: Path
     init_env: dict[str, str]
     superuser: str
@@ -71,15 +74,20 @@ def fake_release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
     tag = uuid.uuid4().hex[:8]
     names = {"ragfr_db": f"bk_ragfr_{tag}", "owui_db": f"bk_owui_{tag}",
              "ragfr_user": f"bk_ragfr_{tag}", "owui_user": f"bk_owui_{tag}"}
-    pw = {"ragfr": uuid.uuid4().hex, "owui": uuid.uuid4().hex}
+    # Every character that breaks a URL or a libpq password file line when pasted unescaped.
+    pw = {"ragfr": f"p@ss/w?rd#50% 'x:\\{tag}", "owui": f"o@:/?#% '{uuid.uuid4().hex}"}
     parts = urlsplit(pg_dsn)
     host, port = parts.hostname or "127.0.0.1", str(parts.port or 5432)
     init_env = {"PGHOST": host, "PGPORT": port, "PGPASSWORD": parts.password or "", "POSTGRES_USER": parts.username or "postgres",
                 "RAGFR_DB": names["ragfr_db"], "RAGFR_USER": names["ragfr_user"], "RAGFR_PASSWORD": pw["ragfr"],
                 "OPENWEBUI_DB": names["owui_db"], "OPENWEBUI_USER": names["owui_user"], "OPENWEBUI_PASSWORD": pw["owui"]}
+    q = {k: quote(v, safe="") for k, v in pw.items()}
     rel = Release(
-        ragfr_url=f"postgresql://{names['ragfr_user']}:{pw['ragfr']}@{host}:{port}/{names['ragfr_db']}",
-        owui_url=f"postgresql://{names['owui_user']}:{pw['owui']}@{host}:{port}/{names['owui_db']}",
+        ragfr_url=f"postgresql://{names['ragfr_user']}:{q['ragfr']}@{host}:{port}/{names['ragfr_db']}",
+        owui_url=f"postgresql://{names['owui_user']}:{q['owui']}@{host}:{port}/{names['owui_db']}",
+        ragfr_bare_url=f"postgresql://{names['ragfr_user']}@{host}:{port}/{names['ragfr_db']}",
+        owui_bare_url=f"postgresql://{names['owui_user']}@{host}:{port}/{names['owui_db']}",
+        passwords=pw,
         data_dir=tmp_path / "openwebui-data", init_env=init_env, superuser=with_database(pg_dsn, "postgres"),
         names=names,
     )

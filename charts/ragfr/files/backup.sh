@@ -7,7 +7,8 @@
 #                            SHA256SUMS          checksums of the three, checked by the restore
 # A set is written under .incomplete-<stamp> and renamed when complete, so a crashed run never looks
 # like a backup; only then are sets beyond BACKUP_KEEP (oldest first) deleted.
-# Env: BACKUP_DIR, BACKUP_KEEP (0: keep all), RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL,
+# Env: BACKUP_DIR, BACKUP_KEEP (0: keep all), RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (password-less),
+#      RAGFR_DB_PASSWORD, OPENWEBUI_DB_PASSWORD (each handed to libpq as PGPASSWORD, never put in a URL),
 #      DATA_DIR (Open WebUI's data volume; empty: no file backup).
 set -eu
 umask 077
@@ -23,15 +24,15 @@ started=$(date +%s)
 
 size() { wc -c <"$1" | tr -d ' '; }
 
-dump() {  # <name> <connection URL>
+dump() {  # <name> <connection URL> <password>
   t0=$(date +%s)
-  pg_dump --format=custom --compress=6 --dbname="$2" --file="$work/$1.dump"
+  PGPASSWORD="$3" pg_dump --format=custom --compress=6 --dbname="$2" --file="$work/$1.dump"
   # A dump pg_restore cannot list is not a backup: fail now, not on the day of the restore.
   pg_restore --list "$work/$1.dump" >/dev/null
   echo "backup: $1.dump $(size "$work/$1.dump") bytes in $(( $(date +%s) - t0 ))s"
 }
-dump ragfr "$RAGFR_DATABASE_URL"
-dump openwebui "$OPENWEBUI_DATABASE_URL"
+dump ragfr "$RAGFR_DATABASE_URL" "${RAGFR_DB_PASSWORD:-}"
+dump openwebui "$OPENWEBUI_DATABASE_URL" "${OPENWEBUI_DB_PASSWORD:-}"
 
 if [ -n "${DATA_DIR:-}" ]; then
   t0=$(date +%s)

@@ -5,15 +5,17 @@
 #   2. each dump is restored as the owner role, in one transaction, stopping at the first error, without
 #      the extension entries (the owner cannot own or comment on extensions; they already exist);
 #   3. Open WebUI's data volume (uploads) is unpacked into DATA_DIR, which must be empty.
-# Env: RESTORE_SET (directory of one set), RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (owner roles),
+# Env: RESTORE_SET (directory of one set), RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (owner roles, password-
+#      less), RAGFR_DB_PASSWORD, OPENWEBUI_DB_PASSWORD (each handed to libpq as PGPASSWORD),
 #      DATA_DIR (empty directory; unset or empty: the files are not restored).
 set -eu
 cd "$RESTORE_SET"
 sha256sum -c --quiet SHA256SUMS || { echo "restore: $RESTORE_SET fails its SHA256SUMS; refusing" >&2; exit 1; }
 started=$(date +%s)
 
-restore() {  # <name> <connection URL>
+restore() {  # <name> <connection URL> <password>
   t0=$(date +%s)
+  export PGPASSWORD="$3"
   tables=$(psql -XtAc "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'" "$2")
   if [ "$tables" != "0" ]; then
     echo "restore: $1 database is not empty ($tables tables); restore into a fresh database" >&2
@@ -23,10 +25,11 @@ restore() {  # <name> <connection URL>
   pg_restore --list "$1.dump" | grep -v -E '^[0-9]+; [0-9]+ [0-9]+ (EXTENSION|COMMENT) - (EXTENSION )?' >"$list" || true
   pg_restore --exit-on-error --single-transaction --no-owner --use-list="$list" --dbname="$2" "$1.dump"
   rm -f "$list"
+  unset PGPASSWORD
   echo "restore: $1.dump restored in $(( $(date +%s) - t0 ))s"
 }
-restore ragfr "$RAGFR_DATABASE_URL"
-restore openwebui "$OPENWEBUI_DATABASE_URL"
+restore ragfr "$RAGFR_DATABASE_URL" "${RAGFR_DB_PASSWORD:-}"
+restore openwebui "$OPENWEBUI_DATABASE_URL" "${OPENWEBUI_DB_PASSWORD:-}"
 
 if [ -n "${DATA_DIR:-}" ] && [ -f openwebui-data.tar.gz ]; then
   if [ -n "$(ls -A "$DATA_DIR")" ]; then

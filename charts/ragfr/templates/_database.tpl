@@ -1,7 +1,9 @@
 {{/*
 Database connection, one definition for the three modes (internal ragdb, external, CloudNativePG).
-Consumers never see a password in plain text: they get it from a Secret into an env var and the URL
-refers to it with Kubernetes' $(VAR) expansion.
+No URL ever holds a password. Kubernetes' $(VAR) expansion cannot percent-encode, so a password pasted
+into a URL breaks it as soon as it holds `@ / ? # %`, a quote or a space. The password reaches libpq on
+its own instead: PGPASSWORD from the Secret for the ragfr containers (one database each), a libpq password
+file written by an init container for Open WebUI (two databases, two passwords; ragfr.db.passfile*).
 */}}
 
 {{- define "ragfr.db.cnpgCluster" -}}
@@ -44,17 +46,74 @@ sslmode: require
 {{- end -}}
 {{- end -}}
 
-{{/* env entries: <passwordVar> from the Secret, then <urlVar> built from it; optional "query": more URL
-     parameters, already percent-encoded. */}}
-{{- define "ragfr.db.urlEnv" -}}
+{{/* A URL component (user, database name) percent-encoded for a URL's path or userinfo. */}}
+{{- define "ragfr.db.pct" -}}
+{{- toString . | urlquery | replace "+" "%20" -}}
+{{- end -}}
+
+{{/* The password-less URL of database "ragfr" or "openwebui"; optional "query": more URL parameters,
+     already percent-encoded. */}}
+{{- define "ragfr.db.url" -}}
 {{- $c := include "ragfr.db.conn" (dict "root" .root "db" .db) | fromYaml -}}
-- name: {{ .passwordVar }}
+{{- printf "postgresql://%s@%s:%v/%s?sslmode=%s%s" (include "ragfr.db.pct" $c.user) $c.host $c.port (include "ragfr.db.pct" $c.database) $c.sslmode (ternary (printf "&%s" .query) "" (hasKey . "query")) -}}
+{{- end -}}
+
+{{/* env entry <var>: the password of database "ragfr" or "openwebui", from its Secret. */}}
+{{- define "ragfr.db.passwordEnv" -}}
+{{- $c := include "ragfr.db.conn" (dict "root" .root "db" .db) | fromYaml -}}
+- name: {{ .var }}
   valueFrom:
     secretKeyRef:
       name: {{ $c.secret }}
       key: {{ $c.key }}
+{{- end -}}
+
+{{/* env entries for a container that talks to ONE database: PGPASSWORD from the Secret (libpq reads it
+     when the URL names no password) and <urlVar>, the password-less URL; optional "query" as above. */}}
+{{- define "ragfr.db.urlEnv" -}}
+{{- include "ragfr.db.passwordEnv" (dict "root" .root "db" .db "var" "PGPASSWORD") }}
 - name: {{ .urlVar }}
-  value: {{ printf "postgresql://%s:$(%s)@%s:%v/%s?sslmode=%s%s" $c.user .passwordVar $c.host $c.port $c.database $c.sslmode (ternary (printf "&%s" .query) "" (hasKey . "query")) | quote }}
+  value: {{ include "ragfr.db.url" . | quote }}
+{{- end -}}
+
+{{/* Where Open WebUI's containers find the libpq password file (an in-memory emptyDir). */}}
+{{- define "ragfr.db.passfileDir" -}}/run/ragfr-db{{- end -}}
+{{- define "ragfr.db.passfilePath" -}}{{ include "ragfr.db.passfileDir" . }}/pgpass{{- end -}}
+
+{{/* Open WebUI's two connection URLs, password-less: PGVECTOR_DB_URL (ragfr's database, with the writer
+     model of migration 0009) and DATABASE_URL (Open WebUI's own). Shared by the container and the init
+     container that writes their password file, so the file's lines match the URLs exactly. */}}
+{{- define "ragfr.db.openwebuiUrlEnv" -}}
+- name: PGVECTOR_DB_URL
+  value: {{ include "ragfr.db.url" (dict "root" . "db" "ragfr" "query" (include "ragfr.db.writerModelQuery" .)) | quote }}
+- name: DATABASE_URL
+  value: {{ include "ragfr.db.url" (dict "root" . "db" "openwebui") | quote }}
+{{- end -}}
+
+{{/* Init container writing Open WebUI's libpq password file: one line per database, each password from
+     its Secret, escaped as libpq's password file requires. It runs as the Open WebUI container's user
+     (same security context) so that the 0600 file it writes is readable there and nowhere else. */}}
+{{- define "ragfr.db.passfileContainer" -}}
+- name: db-passfile
+  image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
+  imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
+  command: ["ragfr", "pgpass", "--out", {{ include "ragfr.db.passfilePath" . | quote }}, "--entry", "PGVECTOR_DB_URL=RAGFR_DB_PASSWORD", "--entry", "DATABASE_URL=OPENWEBUI_DB_PASSWORD"]
+  env:
+    {{- include "ragfr.db.openwebuiUrlEnv" . | nindent 4 }}
+    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "ragfr" "var" "RAGFR_DB_PASSWORD") | nindent 4 }}
+    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "openwebui" "var" "OPENWEBUI_DB_PASSWORD") | nindent 4 }}
+    - name: HOME
+      value: /tmp
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  securityContext:
+    {{- toYaml (merge (dict "readOnlyRootFilesystem" true) (deepCopy .Values.openwebui.securityContext)) | nindent 4 }}
+  volumeMounts:
+    - name: db-credentials
+      mountPath: {{ include "ragfr.db.passfileDir" . }}
+    - name: tmp
+      mountPath: /tmp
 {{- end -}}
 
 {{/* libpq variables for psql-based waits (the ragdb image is the client everywhere). */}}

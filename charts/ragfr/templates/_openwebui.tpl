@@ -46,7 +46,7 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- end -}}
 
 {{/*
-Init containers, in order: wait for the ragfr schema; copy the stock package out of the stock image;
+Init containers, in order: wait for the ragfr schema; write the database password file; copy the stock package out of the stock image;
 patch it (owui-init); make the reranker loadable offline.
 */}}
 {{- define "ragfr.openwebui.initContainers" -}}
@@ -62,7 +62,7 @@ patch it (owui-init); make the reranker loadable offline.
   command: ["ragfr", "migrate"]
   args: ["--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}, "--embedding-model", "ollama:$(RAG_EMBEDDING_MODEL)", "--dims", "$(PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH)"]
   env:
-    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "ragfr" "passwordVar" "RAGFR_DB_PASSWORD" "urlVar" "DATABASE_URL") | nindent 4 }}
+    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "ragfr" "urlVar" "DATABASE_URL") | nindent 4 }}
     {{- range $key := list "RAG_EMBEDDING_MODEL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" }}
     - name: {{ $key }}
       valueFrom:
@@ -73,6 +73,7 @@ patch it (owui-init); make the reranker loadable offline.
     - name: HOME
       value: /tmp
   {{- include "ragfr.smallContainer" . | nindent 2 }}
+{{ include "ragfr.db.passfileContainer" . }}
 {{- if $w.patch.enabled }}
 - name: copy-stock-openwebui
   # The stock image is the only source of the pristine files; an init container cannot reach another

@@ -35,7 +35,7 @@ QUESTIONS = ["Quand a eu lieu la bataille ?", "Quel club de football a gagné le
 
 @pytest.fixture
 def release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
-    with fake_release(pg_dsn, tmp_path) as rel:
+    with fake_release(pg_dsn, tmp_path, url_syntax_passwords=True) as rel:
         yield rel
 
 

@@ -143,7 +143,10 @@ def start_double(tmp: Path) -> Double:
     return Double(url, proc, log)
 
 
-def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Double) -> Server:
+def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Double,
+                     database_env: dict[str, str] | None = None) -> Server:
+    """database_env: the database variables of a rendered chart (DATABASE_URL, PGVECTOR_DB_URL, PGPASSFILE)
+    instead of `make up`'s URL."""
     settings = settings_file()
     sep = "&" if "?" in dsn else "?"
     settings.update(
@@ -159,6 +162,7 @@ def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Dou
         RAGFR_METRICS_PORT=str(metrics_port := free_port()),
         RAGFR_METRICS_ADDR="127.0.0.1",
     )
+    settings.update(database_env or {})
     env = owui_env(tmp=tmp, site=site, dsn=dsn, dims=384, patched_root=patched, extra=settings)
     port, log = free_port(), tmp / "open-webui.log"
     with log.open("wb") as out:

@@ -69,13 +69,16 @@ def drop(release: Release) -> None:
 
 
 @contextmanager
-def fake_release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
-    """Roles and databases of one release (unique names), dropped on exit."""
+def fake_release(pg_dsn: str, tmp_path: Path, *, url_syntax_passwords: bool = False) -> Iterator[Release]:
+    """Roles and databases of one release (unique names), dropped on exit. url_syntax_passwords: passwords
+    holding every character that breaks a URL or a password file line (tests of the password-less env);
+    otherwise hex ones (for consumers given the percent-encoded URLs, whose driver may re-render them)."""
     tag = uuid.uuid4().hex[:8]
     names = {"ragfr_db": f"bk_ragfr_{tag}", "owui_db": f"bk_owui_{tag}",
              "ragfr_user": f"bk_ragfr_{tag}", "owui_user": f"bk_owui_{tag}"}
     # Every character that breaks a URL or a libpq password file line when pasted unescaped.
-    pw = {"ragfr": f"p@ss/w?rd#50% 'x:\\{tag}", "owui": f"o@:/?#% '{uuid.uuid4().hex}"}
+    pw = ({"ragfr": f"p@ss/w?rd#50% 'x:\\{tag}", "owui": f"o@:/?#% '{uuid.uuid4().hex}"} if url_syntax_passwords
+          else {"ragfr": uuid.uuid4().hex, "owui": uuid.uuid4().hex})
     parts = urlsplit(pg_dsn)
     host, port = parts.hostname or "127.0.0.1", str(parts.port or 5432)
     init_env = {"PGHOST": host, "PGPORT": port, "PGPASSWORD": parts.password or "", "POSTGRES_USER": parts.username or "postgres",

@@ -19,7 +19,17 @@ import psycopg
 import pytest
 from tests.support.db_release import argv, external_release, local_env
 
-from .stack import EMBED_NAME, Server, ask, knowledge_base, passages, sign_up_admin, start_double, start_open_webui, stop
+from .stack import (
+    EMBED_NAME,
+    Server,
+    ask,
+    knowledge_base,
+    passages,
+    sign_up_admin,
+    start_double,
+    start_open_webui,
+    stop,
+)
 from .test_e2e import ANSWERABLE, DOCUMENT, FILENAME, THEFT_SENTENCE
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]

@@ -32,3 +32,12 @@ def test_dsn_without_password_is_unchanged() -> None:
 
 def test_unparseable_dsn_reveals_nothing() -> None:
     assert redact("host='unterminated password=secret") == "<unparseable DSN>"
+
+
+def test_url_with_an_unescaped_password_reveals_none_of_it() -> None:
+    # A password pasted into a URL without percent-encoding (what the chart once rendered): the URL parser
+    # cuts the userinfo at the password's own `/` or `@`, so only part of it would be masked.
+    shown = redact(f"postgresql://ragfr:{HOSTILE}@db:5432/ragfr?sslmode=disable")
+    assert "***" in shown
+    for piece in ("p@ss", "ss/w", "w?o", "r%d", "' x"):
+        assert piece not in shown, shown

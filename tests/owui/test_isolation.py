@@ -9,7 +9,8 @@ patch replaces the search underneath, so this proves the patched path keeps that
     find it, so only access control stands between B and it;
   - what B's searches returned is read from ragfr's own search log (chunk ids), not only from the reply, so
     a chunk retrieved but hidden later would still fail the test.
-A is the admin (owner of the private knowledge base); B is a plain user created by the admin.
+A is the admin (owner of the private knowledge base); B is a plain user created by the admin. Checked to
+fail when B is created as an admin instead (Open WebUI's access control bypassed): "B retrieved A's chunks".
 """
 
 from __future__ import annotations

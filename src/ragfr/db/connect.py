@@ -13,6 +13,8 @@ from ragfr.errors import ConfigError, DatabaseError
 
 # SQLAlchemy-style URLs (as Open WebUI's PGVECTOR_DB_URL) name a driver after '+'; libpq does not.
 _DRIVER_SUFFIX = re.compile(r"^(postgres(?:ql)?)\+[a-z0-9_]+://", re.IGNORECASE)
+# scheme://user: then (greedy) everything up to the last '@' of the string.
+_UNESCAPED_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:).*@", re.IGNORECASE | re.DOTALL)
 
 
 def normalize_dsn(dsn: str) -> str:
@@ -35,12 +37,17 @@ def redact(dsn: str) -> str:
         if "password" not in params:
             return dsn
         return make_conninfo("", **{**params, "password": "***"})
+    unescaped = _UNESCAPED_USERINFO.match(dsn)
+    if unescaped and dsn.count("@") > 1:
+        # Several '@': a password pasted without percent-encoding, which the URL parser would cut at its own
+        # '/', '?', '#' or '@'. Mask up to the LAST '@' (at worst the host is masked too, never a secret shown).
+        dsn = f"{unescaped.group(1)}***@{dsn[unescaped.end():]}"
     try:
         parts = urlsplit(dsn)
         password = parts.password
     except ValueError:
         return "<unparseable DSN>"
-    if password is not None:
+    if password is not None and password != "***":
         parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
     query = parse_qsl(parts.query, keep_blank_values=True)
     if any(k == "password" for k, _ in query):

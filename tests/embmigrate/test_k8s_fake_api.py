@@ -101,7 +101,8 @@ def test_job_is_created_with_the_release_image_credentials_and_labels_recorded_f
     assert container["resources"] == pod_spec["containers"][0]["resources"]
     env = {e["name"]: e for e in container["env"]}
     assert env["DATABASE_URL"] == next(e for e in schema["env"] if e["name"] == "DATABASE_URL")
-    assert "secretKeyRef" in env["RAGFR_DB_PASSWORD"]["valueFrom"]
+    assert "secretKeyRef" in env["PGPASSWORD"]["valueFrom"]  # libpq reads it; the URL holds no password
+    assert "$(" not in env["DATABASE_URL"]["value"] and "@" in env["DATABASE_URL"]["value"]
     assert env["OLLAMA_HOST"]["value"].startswith("http://")
     assert pod["metadata"]["labels"]["ragfr.io/db-client"] == "true"
     assert pod["metadata"]["labels"]["ragfr.io/ollama-client"] == "true"

@@ -42,8 +42,13 @@ def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str]
     assert migrate.command == ("ragfr", "migrate")
     rendered = objects[("Job", "ragfr-migrate-1")]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert migrate.args == tuple(rendered) and migrate.args[:3] == ("--dims", "1024", "--embedding-model")
-    # $(RAGFR_DB_PASSWORD) in the rendered value, expanded from the Secret defined before it.
-    assert dict(migrate.env)["DATABASE_URL"] == f"postgresql://ragfr:{password}@ragfr-ragdb:5432/ragfr?sslmode=disable"
+    # The password from the Secret, the URL without it (docs/install.md "Database passwords").
+    assert dict(migrate.env)["PGPASSWORD"] == password
+    assert dict(migrate.env)["DATABASE_URL"] == "postgresql://ragfr@ragfr-ragdb:5432/ragfr?sslmode=disable"
+    # $(VAR) in args, expanded from the ConfigMap entries defined in env.
+    owui = kp.pod_of(objects[("Deployment", "ragfr-openwebui")], objects)
+    (schema,) = [c for c in owui.init_containers if c.name == "wait-for-schema"]
+    assert schema.args is not None and "ollama:bge-m3:567m" in schema.args and "$(" not in " ".join(schema.args)
     assert (migrate.user, migrate.group, migrate.supplementary_groups) == (65532, 65532, (65532,))
     assert migrate.read_only_root and migrate.cap_drop == ("ALL",) and migrate.no_new_privileges
 
@@ -87,7 +92,8 @@ def test_env_from_configmap_then_env(objects: dict[tuple[str, str], kp.Manifest]
     env = dict(pod.containers[0].env)
     assert env["VECTOR_DB"] == "pgvector" and env["PYTHONPATH"] == "/opt/ragfr/site"
     assert env["WEBUI_SECRET_KEY"] == secret(objects, "ragfr-openwebui", "webui-secret-key")
-    assert [c.name for c in pod.init_containers][:3] == ["wait-for-schema", "copy-stock-openwebui", "apply-french-patch"]
+    assert [c.name for c in pod.init_containers][:4] == [
+        "wait-for-schema", "db-passfile", "copy-stock-openwebui", "apply-french-patch"]
 
 
 def test_unsupported_objects_fail_with_their_name(objects: dict[tuple[str, str], kp.Manifest]) -> None:

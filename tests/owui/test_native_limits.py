@@ -87,6 +87,7 @@ def test_64_concurrent_searches_never_open_more_than_the_pools_allow(dsn: str, m
         t.join(timeout=120)
     running.clear()
     watcher.join()
+    print(f"pool bound: 64 concurrent searches, pools of 3 (main + lexical): peak {peak[0]} connections")
     assert len(results) == 64 and all(r is not None and len(r.ids[0]) == 5 for r in results)
     assert 2 <= peak[0] <= 2 * 3, f"{peak[0]} connections for pools of 3 (main + lexical)"
 

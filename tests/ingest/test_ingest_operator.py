@@ -162,3 +162,23 @@ def test_empty_embedder_is_refused(dsn: str, tmp_path: Path, capsys) -> None:
     path.write_text(V1, encoding="utf-8")
     rc, _, err = _ingest(capsys, dsn, "--embedder", "", str(path))
     assert rc == 2 and "empty embedder spec" in err and _stored(dsn) == []
+
+
+def test_progress_in_a_log_is_plain_lines(dsn: str, tmp_path: Path) -> None:
+    # Issue 13 item 4 ("for every long command"): stderr to a file, as `kubectl logs` or nohup see it. A bar's
+    # carriage returns would pile up into one unreadable line there.
+    import subprocess
+    import sys
+
+    (tmp_path / "contrat.md").write_text(V1, encoding="utf-8")
+    log = tmp_path / "ingest.log"
+    with log.open("w") as err:
+        done = subprocess.run([sys.executable, "-m", "ragfr", "ingest", "--dsn", dsn, "--collection", "c",
+                               "--chunk-size", "60", "--chunk-overlap", "0", str(tmp_path / "contrat.md")],
+                              stdout=subprocess.PIPE, stderr=err, text=True, timeout=300,
+                              env={**os.environ, "RAGFR_CACHE_DIR": str(tmp_path / "cache")})
+    text = log.read_text()
+    assert done.returncode == 0, text
+    assert "\r" not in text, repr(text)
+    lines = [line for line in text.splitlines() if line.startswith(f"embedding with {E5}:")]
+    assert lines and "chunk(s) (100 %)" in lines[-1] and "ETA" in lines[-1], text

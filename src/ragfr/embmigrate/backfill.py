@@ -20,7 +20,7 @@ from psycopg import sql
 from ragfr.embed.errors import EmbedderError
 from ragfr.embmigrate import names, state, stop
 from ragfr.embmigrate.faults import kill_point
-from ragfr.embmigrate.progress import DEFAULT_EVERY, Progress
+from ragfr.progress import DEFAULT_EVERY, Progress
 
 # Rows embedded between two progress updates: a batch (the unit of commit) of 64 rows takes ~9 s with e5
 # on 2 cores, too coarse for a rate and an ETA; the model call is split, the transaction is not.

@@ -21,9 +21,9 @@ from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.ddl import LockBudget
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
-from ragfr.embmigrate.progress import DEFAULT_EVERY
 from ragfr.embmigrate.settings import MigrationSettings
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
+from ragfr.progress import DEFAULT_EVERY
 
 log = logging.getLogger(__name__)
 

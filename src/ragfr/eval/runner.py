@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from tqdm import tqdm
 
 from ragfr.embed import Embedder
 from ragfr.errors import ConfigError
@@ -20,6 +19,7 @@ from ragfr.eval.metrics import QueryScores, mean_scores, score_query
 from ragfr.eval.registry import registry
 from ragfr.eval.slices import with_derived_tags
 from ragfr.ingest.chunking import ChunkConfig
+from ragfr.progress import Progress
 
 QUERY_BATCH = 64
 RANKING_KEPT = 10  # documents kept per query in the per-query file
@@ -100,7 +100,7 @@ def run_eval(
     chunk_to_doc = chunk_documents(conn, collection)
     conn.commit()
     vectors: list[list[float]] = []
-    with tqdm(total=len(queries), unit="query", desc="embedding queries", disable=not progress) as bar:
+    with Progress(len(queries), "embedding queries", enabled=progress, unit="query") as bar:
         for start in range(0, len(queries), QUERY_BATCH):
             batch = queries[start : start + QUERY_BATCH]
             vectors.extend(embedder.embed_queries([q.text for q in batch]))
@@ -118,11 +118,12 @@ def run_eval(
         per_query: list[QueryScores] = []
         rankings: dict[str, list[str]] = {}
         try:
-            for query, vector in tqdm(list(zip(queries, vectors, strict=True)), desc=name, unit="query",
-                                      disable=not progress):
-                docs = documents_ranking(ranker.rank(query, vector), chunk_to_doc)
-                per_query.append(score_query(query.id, docs, dataset.qrels[query.id]))
-                rankings[query.id] = docs[:RANKING_KEPT]
+            with Progress(len(queries), name, enabled=progress, unit="query") as bar:
+                for query, vector in zip(queries, vectors, strict=True):
+                    docs = documents_ranking(ranker.rank(query, vector), chunk_to_doc)
+                    per_query.append(score_query(query.id, docs, dataset.qrels[query.id]))
+                    rankings[query.id] = docs[:RANKING_KEPT]
+                    bar.update(1)
         finally:
             ranker.close()
         notes = {"unanswered": ranker.unanswered} if hasattr(ranker, "unanswered") else {}

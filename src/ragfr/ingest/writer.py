@@ -11,7 +11,6 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
-from tqdm import tqdm
 
 from ragfr import metrics
 from ragfr.embed import Embedder, check_space, read_space
@@ -19,6 +18,7 @@ from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.ingest.chunking import Chunk, ChunkConfig, check_chunk_size, chunk_text
 from ragfr.ingest.documents import Document
 from ragfr.ingest.ids import chunk_id, content_hash
+from ragfr.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,8 @@ def ingest_documents(
     plans = _plan(collection, list(docs), embedder, split, extra, report)
     _find_existing(conn, collection, plans, report)
     total = sum(len(p.todo) for p in plans)
-    with tqdm(total=total, unit="chunk", desc=f"embedding with {embedder.model_id}", disable=not progress) as bar:
+    # A bar on a terminal, plain lines in a log (`kubectl logs`, nohup, a pipe): never carriage returns there.
+    with Progress(total, f"embedding with {embedder.model_id}", enabled=progress) as bar:
         group: list[_SourcePlan] = []
         for plan in plans:
             if not plan.todo and not plan.stale and not plan.retag:
@@ -235,7 +236,7 @@ def _write(
     group: list[_SourcePlan],
     embedder: Embedder,
     report: IngestReport,
-    bar: tqdm[Any],
+    bar: Progress,
 ) -> None:
     # Embedded before taking any lock: the slow part never blocks another ingest.
     vectors: dict[str, list[float]] = {}
@@ -298,7 +299,7 @@ def _recheck_space(conn: psycopg.Connection[Any], embedder: Embedder, report: In
 
 
 def _embed_into(
-    vectors: dict[str, list[float]], rows: list[_Row], embedder: Embedder, bar: tqdm[Any] | None
+    vectors: dict[str, list[float]], rows: list[_Row], embedder: Embedder, bar: Progress | None
 ) -> None:
     for start in range(0, len(rows), embedder.batch_size):
         batch = rows[start : start + embedder.batch_size]

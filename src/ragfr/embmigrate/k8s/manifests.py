@@ -4,7 +4,8 @@ Job so that Kubernetes deletes them with it (`ttlSecondsAfterFinished`).
 
 The Job borrows from the release's running Open WebUI Deployment rather than re-deriving the chart: the
 `wait-for-schema` init container already runs the ragfr image with the password-less database URL and
-PGPASSWORD from the chart's Secret (libpq reads it; no password is ever put into a URL), the pod labels are what the chart's NetworkPolicies admit to ragdb and Ollama, and the
+PGPASSWORD from the chart's Secret (libpq reads it; no password is ever put into a URL), the pod labels
+are what the chart's NetworkPolicies admit to ragdb and Ollama, and the
 pod-level settings (pull secrets, node selection, tolerations, security context, resources) are what lets
 a pod of this release start on this cluster at all (air-gapped registries, tainted nodes).
 """

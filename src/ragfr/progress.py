@@ -1,4 +1,5 @@
-"""Progress of a long re-embedding: a bar on a terminal, one plain line every N rows anywhere else.
+"""Progress of long commands (ingest, eval, embedding migration): a bar on a terminal, one plain line every
+N items anywhere else.
 
 A log file, `nohup`, a pipe or a Kubernetes Job's log gets lines it can keep (a bar's carriage returns
 would pile up there), and a pseudo-terminal reporting 0 columns is treated like a file, not given an
@@ -16,7 +17,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-DEFAULT_EVERY = 500  # rows between two plain progress lines
+DEFAULT_EVERY = 500  # items between two plain progress lines
 
 
 def _columns(stream: TextIO) -> int:
@@ -30,8 +31,9 @@ def _columns(stream: TextIO) -> int:
 
 class Progress:
     def __init__(self, total: int, label: str, *, enabled: bool = True, every: int = DEFAULT_EVERY,
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, unit: str = "chunk") -> None:
         self.stream = stream or sys.stderr
+        self.unit = unit
         self.total, self.label, self.n = total, label, 0
         self.every = max(1, every)
         self._start = time.monotonic()
@@ -40,7 +42,7 @@ class Progress:
         self.mode = "off" if not enabled or total == 0 else ("bar" if _columns(self.stream) > 0 else "lines")
         if self.mode == "bar":
             width = min(shutil.get_terminal_size().columns, 120)
-            self._bar = tqdm(total=total, unit="chunk", desc=label, file=self.stream, ncols=width)
+            self._bar = tqdm(total=total, unit=unit, desc=label, file=self.stream, ncols=width)
 
     def grow(self, total: int) -> None:
         """Rows arrived during the pass: the total is a moving target."""
@@ -65,7 +67,7 @@ class Progress:
         eta = time.strftime("%H:%M:%S", time.gmtime(left / rate)) if rate > 0 else "?"
         pct = 100.0 * self.n / self.total if self.total else 100.0
         try:
-            print(f"{self.label}: {self.n}/{self.total} chunk(s) ({pct:.0f} %), {rate:.1f} chunks/s, "
+            print(f"{self.label}: {self.n}/{self.total} {self.unit}(s) ({pct:.0f} %), {rate:.1f} {self.unit}s/s, "
                   f"elapsed {time.strftime('%H:%M:%S', time.gmtime(elapsed))}, ETA {eta}", file=self.stream, flush=True)
         except (BrokenPipeError, OSError):
             self.mode = "off"  # nobody reads it any more; the work goes on

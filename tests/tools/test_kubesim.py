@@ -76,7 +76,7 @@ def test_statefulset_claim_shm_and_service(objects: dict[tuple[str, str], kp.Man
     [postgres] = pod.containers
     assert postgres.command is None and postgres.args and postgres.args[:2] == ("-c", "effective_cache_size=768MB")
     argv = kp.run_args(postgres, pod_name="p", container_name="p-c", image="img",
-                       volume_paths={n: f"/h/{n}" for n in pod.volumes},
+                       volume_paths={n: f"/h/{n}" for n, v in pod.volumes.items() if not v.memory},
                        claim_volumes={"data-ragfr-ragdb-0": "pvc"}, volumes=pod.volumes, detach=True)
     assert "pvc:/var/lib/postgresql/data:nocopy" in argv
     assert f"type=tmpfs,destination=/dev/shm,tmpfs-mode=1777,tmpfs-size={640 * 1024**2}" in argv
@@ -119,3 +119,15 @@ def test_each_smoke_run_names_its_objects_apart() -> None:
     prefixes = {smoke.run_prefix() for _ in range(20)}
     assert len(prefixes) == 20
     assert all(re.fullmatch(r"ragfr-smoke-[0-9a-f]{6}", p) for p in prefixes)
+
+
+def test_a_memory_volume_of_several_containers_is_shared(objects: dict[tuple[str, str], kp.Manifest]) -> None:
+    # Open WebUI's password file: written by init container db-passfile, read by open-webui.
+    pod = kp.pod_of(objects[("Deployment", "ragfr-openwebui")], objects)
+    assert pod.volumes["db-credentials"].memory
+    (writer,) = [c for c in pod.init_containers if c.name == "db-passfile"]
+    for c in (writer, pod.containers[0]):
+        argv = kp.run_args(c, pod_name="p", container_name="p-c", image="img",
+                           volume_paths={n: f"/h/{n}" for n in pod.volumes}, claim_volumes={"ragfr-openwebui-data": "v"},
+                           volumes=pod.volumes, detach=False)
+        assert any(a.startswith("type=bind,source=/h/db-credentials,destination=/run/ragfr-db") for a in argv), argv

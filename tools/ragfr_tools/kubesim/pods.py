@@ -22,7 +22,8 @@ DEVIATIONS: tuple[str, ...] = (
     "kube-proxy, one pod per Service).",
     "NetworkPolicies are not enforced (podman's bridge lets every pod reach every other).",
     "emptyDir volumes are host directories created empty with mode 0777 (a kubelet's emptyDir mode); "
-    "medium: Memory is a tmpfs of sizeLimit in the one container that mounts it.",
+    "medium: Memory is a tmpfs of sizeLimit in the one container that mounts it; one that several containers "
+    "mount (Open WebUI's db-credentials) is a host directory they share, with no size limit.",
     "A PersistentVolumeClaim is a podman named volume (nocopy) whose root belongs to the pod's fsGroup "
     "(setgid, group-writable), which is what a kubelet does for volumes supporting ownership management.",
     "fsGroup is added as a supplementary group of every container; runAsGroup defaults to 0 when unset.",
@@ -300,7 +301,7 @@ def run_args(container: Container, *, pod_name: str, container_name: str, image:
                 raise TranslationError(f"{container_name}: subPath on a claim is not supported")
             # nocopy: a claim starts empty; podman would otherwise copy the image's files into a new volume.
             argv += ["--volume", f"{claim_volumes[vol.ref]}:{m.path}:nocopy{ro}"]
-        elif vol.kind == "emptyDir" and vol.memory:
+        elif vol.kind == "emptyDir" and vol.memory and m.volume not in volume_paths:
             size = f",tmpfs-size={size_bytes(vol.size_limit)}" if vol.size_limit else ""
             argv += ["--mount", f"type=tmpfs,destination={m.path},tmpfs-mode=1777{size}"]
         else:

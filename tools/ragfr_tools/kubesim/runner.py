@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,11 +95,12 @@ class Cluster:
     def _prepare_volumes(self, pod: kp.Pod, pod_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
         paths: dict[str, str] = {}
         claims: dict[str, str] = {}
+        mounted_by = Counter(m.volume for c in pod.init_containers + pod.containers for m in c.mounts)
         for vol in pod.volumes.values():
             if vol.kind == "persistentVolumeClaim":
                 claims[vol.ref] = self._claim(vol.ref, pod.fs_group)
-            elif vol.kind == "emptyDir" and vol.memory:
-                continue
+            elif vol.kind == "emptyDir" and vol.memory and mounted_by[vol.name] < 2:
+                continue  # a tmpfs in its one container (pods.run_args); shared ones need a directory
             else:
                 d = pod_dir / vol.name
                 d.mkdir(parents=True)

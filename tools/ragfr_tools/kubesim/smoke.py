@@ -6,7 +6,8 @@ Stages, each timed:
   3. Deployment ollama, its image replaced by the project's Ollama-API test double, until its probes pass;
   4. Deployment openwebui: ALL its init containers (wait-for-schema, db-passfile, copy-stock-openwebui,
      apply-french-patch), the patch check of its readiness probe run alone in the container's place (a clear
-     message before a minute of start-up), then the open-webui container itself until its startup and readiness probes pass;
+     message before a minute of start-up), then the open-webui container itself until its startup and
+     readiness probes pass;
   5. an analyst's first session through the running Open WebUI's HTTP API: sign up, knowledge base "Contrats",
      upload of a French contract, an inflected question (the theft article comes back with its ragfr ranks,
      one model call) and an off-domain one (refused by the evidence gate, no model call);

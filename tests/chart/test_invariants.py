@@ -406,5 +406,5 @@ def test_no_cross_encoder_means_no_reranker_init_container() -> None:
                                                                                             "tag": "1"}}}})
     assert owui_env(docs)["RAG_RERANKING_MODEL"] == ""
     spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
-    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-schema", "copy-stock-openwebui",
+    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-schema", "db-passfile", "copy-stock-openwebui",
                                                             "apply-french-patch"]

@@ -121,3 +121,20 @@ def test_chart_containers_connect_with_a_password_full_of_url_syntax(pg_dsn: str
         assert done.returncode == 0, done.stderr
         for var, db in (("DATABASE_URL", "openwebui"), ("PGVECTOR_DB_URL", "ragfr")):
             assert f"{var} ('{rel.names[db]}', '{rel.names[db]}')" in done.stdout
+
+
+@pytest.mark.parametrize("values", [
+    {},
+    {"openwebui": {"podSecurityContext": {"runAsUser": 1000, "runAsNonRoot": True}}},
+    {"openwebui": {"podSecurityContext": {"runAsUser": 1000}, "securityContext": {"runAsUser": 2000}}},
+])
+def test_db_passfile_runs_as_the_open_webui_user(values: dict) -> None:
+    # libpq reads only a 0600 password file, and Open WebUI (root with no capabilities by default) cannot read
+    # another user's: the writer must be the reader. Left unset, each container would run as its IMAGE's user
+    # (the ragfr image: 65532; the stock Open WebUI image: root), which the cluster smoke caught.
+    (obj, spec), = [(o, s) for o, s in pod_specs(render(values)) if o["metadata"]["name"].endswith("-openwebui")]
+    pod_uid = (spec.get("securityContext") or {}).get("runAsUser")
+    (owui,) = [c for c in spec["containers"] if c["name"] == "open-webui"]
+    (writer,) = [c for c in spec["initContainers"] if c["name"] == "db-passfile"]
+    expected = owui["securityContext"].get("runAsUser", pod_uid if pod_uid is not None else 0)
+    assert writer["securityContext"]["runAsUser"] == expected

@@ -91,8 +91,10 @@ sslmode: require
 {{- end -}}
 
 {{/* Init container writing Open WebUI's libpq password file: one line per database, each password from
-     its Secret, escaped as libpq's password file requires. It runs as the Open WebUI container's user
-     (same security context) so that the 0600 file it writes is readable there and nowhere else. */}}
+     its Secret, escaped as libpq's password file requires. libpq reads only a file its owner alone can read
+     (0600), and a root with every capability dropped cannot read another user's, so this container runs as
+     EXACTLY the Open WebUI container's user: its runAsUser if the values set one, else 0, the stock image's
+     user (without it, the ragfr image's own non-root USER would own the file; the cluster smoke found it). */}}
 {{- define "ragfr.db.passfileContainer" -}}
 - name: db-passfile
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
@@ -108,7 +110,10 @@ sslmode: require
     requests: {cpu: 10m, memory: 64Mi}
     limits: {memory: 256Mi}
   securityContext:
-    {{- toYaml (merge (dict "readOnlyRootFilesystem" true) (deepCopy .Values.openwebui.securityContext)) | nindent 4 }}
+    {{- $uid := 0 }}
+    {{- with .Values.openwebui.podSecurityContext.runAsUser }}{{ $uid = . }}{{ end }}
+    {{- with .Values.openwebui.securityContext.runAsUser }}{{ $uid = . }}{{ end }}
+    {{- toYaml (merge (dict "readOnlyRootFilesystem" true "runAsUser" $uid) (deepCopy .Values.openwebui.securityContext)) | nindent 4 }}
   volumeMounts:
     - name: db-credentials
       mountPath: {{ include "ragfr.db.passfileDir" . }}

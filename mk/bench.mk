@@ -23,3 +23,13 @@ bench: setup ## retrieval core vs stock Open WebUI: latency, filtered top-k, HNS
 
 bench-report: ## print the Markdown tables of the last `make bench` (docs/bench/retrieval-core-*.json)
 	@for f in $(BENCH_OUT)/retrieval-core-*.json; do echo "## $$f"; $(PY) -m ragfr_tools.bench.report "$$f"; done
+
+# Scale benchmark (issue 16): 300k and 1M chunks, cold and warm, shared_buffers 256MB and 2GB, on the
+# harness's own cluster (.state/pg-scale: it restarts it). Hours at 1M on 2 cores; ~10-12 GB of disk at 1M.
+SCALE_SIZES ?= 300000,1000000
+SCALE_ARGS ?=
+comma := ,
+.PHONY: bench-scale
+bench-scale: setup ## footprint, build time, cold/warm latency and recall at 300k/1M chunks -> docs/bench/scale-*.json
+	OMP_NUM_THREADS=1 $(PY) -m ragfr_tools.bench.scale --sizes $(SCALE_SIZES) $(SCALE_ARGS) \
+	  --out $(BENCH_OUT)/scale-$(subst $(comma),-,$(SCALE_SIZES)).json

@@ -139,6 +139,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
         assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (size["database"],)).fetchone() is None
     printed = capsys.readouterr().out
     assert printed == report.markdown(result) and "ragfr hybrid (no rerank)" in printed
+    assert "Cache state: warm" in printed, "every latency table says which cache state it measured"
 
 
 def test_unreachable_database_is_one_line_without_password(capsys: pytest.CaptureFixture[str]) -> None:

@@ -30,29 +30,17 @@ from ragfr.db.connect import redact
 from ragfr.errors import ConfigError, DatabaseError, RagfrError
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import explain, latency, lexrank, recall, report, store
+from ragfr_tools.bench.args import corpus_sizes, int_list
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
 from ragfr_tools.bench.queries import NOISE, QuerySet, make_queries
-from ragfr_tools.bench.stats import load_average, machine
+from ragfr_tools.bench.stats import load_average, machine, server_settings
 from ragfr_tools.repo import PIAF_JSON
 
 DEFAULT_PIAF = PIAF_JSON
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
-def _sizes(text: str) -> list[int]:
-    values = _ints(text)
-    if any(v % 1000 for v in values):
-        raise argparse.ArgumentTypeError(f"sizes must be multiples of 1000 (exact 0.1 % class), got {text!r}")
-    return values
+# What every latency figure of this command measured (issue 16: each table says its cache state).
+CACHE_STATE = ("warm: the server is not restarted and the OS page cache is not dropped; 5 untimed warm-up turns "
+               "first; a database just loaded or reused from an earlier run has most of its pages cached. "
+               "Cold figures: make bench-scale")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -61,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dsn", default=os.environ.get("DATABASE_URL"),
                    help="superuser DSN of the cluster (`scripts/pg.sh start` prints one); benchmark databases "
                         "named ragfr_bench_* are created there (default: $DATABASE_URL)")
-    p.add_argument("--sizes", type=_sizes, default=[10_000, 100_000],
+    p.add_argument("--sizes", type=corpus_sizes, default=[10_000, 100_000],
                    help="corpus sizes in chunks, multiples of 1000 (default: 10000,100000)")
     p.add_argument("--dims", type=int, default=1024, help="vector dimension (default: 1024, bge-m3's)")
     p.add_argument("--geometry", choices=[g.value for g in Geometry], default=Geometry.UNIFORM.value,
@@ -70,7 +58,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--recall-queries", type=int, default=200, help="queries for recall@10 (default: 200)")
     p.add_argument("--lexrank-queries", type=int, default=100,
                    help="queries for the BM25 vs ts_rank_cd comparison (default: 100)")
-    p.add_argument("--ef", type=_ints, default=[40, 64, 100, 200],
+    p.add_argument("--ef", type=int_list, default=[40, 64, 100, 200],
                    help="hnsw.ef_search values for the recall table (default: 40,64,100,200)")
     p.add_argument("--legacy-queries", type=int, default=20,
                    help="cap on timed queries of Open WebUI's legacy path, per size (default: 20)")
@@ -101,7 +89,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                    "recall_queries": args.recall_queries, "lexrank_queries": args.lexrank_queries,
                    "ef_search": args.ef, "query_vector_noise": NOISE,
                    "search_config": {k: v for k, v in SearchConfig().__dict__.items()}},
-        "server": _server(args.dsn),
+        "server": server_settings(args.dsn),
+        "cache_state": CACHE_STATE,
         "sizes": {},
     }
     made: list[str] = []
@@ -145,21 +134,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["load_average_end"] = load_average()
     result["wall_s"] = round(time.perf_counter() - started, 1)
     return result
-
-
-def _server(dsn: str) -> dict[str, Any]:
-    """Settings that move these figures: the test cluster's are small (scripts/pg.sh)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
-            " current_setting('work_mem'), current_setting('effective_cache_size'),"
-            " current_setting('max_parallel_workers_per_gather'), current_setting('jit'),"
-            " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')"
-        ).fetchone()
-    assert row is not None
-    keys = ("server_version", "shared_buffers", "work_mem", "effective_cache_size",
-            "max_parallel_workers_per_gather", "jit", "pgvector")
-    return dict(zip(keys, row, strict=True))
 
 
 def _subset(queries: QuerySet, n: int) -> QuerySet:

@@ -65,7 +65,10 @@ def ragfr_cases(k: int = K) -> list[RagfrCase]:
     return cases
 
 
-def run_latency(dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int = K) -> dict[str, Any]:
+def run_latency(
+    dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int = K, warmup: int = WARMUP
+) -> dict[str, Any]:
+    """`warmup` untimed turns first (0 to time a cold cache from the first query on)."""
     cases = ragfr_cases(k)
     samples: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
     samples["owui native hybrid"] = []
@@ -84,12 +87,13 @@ def run_latency(dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int
         runners.append(("owui native hybrid", _owui_runner(owui_conn, queries, k)))
         n = len(queries)
         stride = max(1, n // len(runners))
-        for i in tqdm(range(-min(WARMUP, n), n), desc="latency", unit="q", leave=False):
+        for i in tqdm(range(-min(warmup, n), n), desc="latency", unit="q", leave=False):
             for turn, (name, run) in enumerate(runners):
                 record = run((abs(i) + turn * stride) % n)
                 if i >= 0:
                     samples[name].append(record)
-    out: dict[str, Any] = {"k": k, "queries": len(queries), "load_average_before": load_before,
+    out: dict[str, Any] = {"k": k, "queries": len(queries), "warmup_turns": min(warmup, n),
+                           "load_average_before": load_before,
                            "load_average_after": load_average(), "cases": {}}
     for c in cases:
         out["cases"][c.name] = _ragfr_summary(samples[c.name], c, class_sizes, k)

@@ -110,7 +110,9 @@ def markdown(result: dict[str, Any]) -> str:
     measured = {key for s in sizes.values() for key in s}
     parts: list[str] = []
     if "latency" in measured:
-        parts += ["### Latency (k = 10)", latency_table(sizes), "", arms_table(sizes), ""]
+        state = result.get("cache_state", "not recorded (a run before cache states were recorded: warm)")
+        parts += ["### Latency (k = 10)", f"Cache state: {state}.", "", latency_table(sizes), "",
+                  arms_table(sizes), ""]
     if "legacy" in measured:
         parts += ["### Open WebUI legacy in-memory path (p50 ms per part)", legacy_table(sizes), ""]
     if "recall" in measured:

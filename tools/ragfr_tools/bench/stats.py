@@ -8,6 +8,7 @@ import subprocess
 from typing import Any
 
 import numpy as np
+import psycopg
 
 
 def summarize(ms: list[float]) -> dict[str, Any]:
@@ -39,3 +40,18 @@ def machine() -> dict[str, Any]:
         pass
     return {"cpu_model": model, "cpus": os.cpu_count(), "python": platform.python_version(),
             "kernel": platform.release()}
+
+
+def server_settings(dsn: str) -> dict[str, Any]:
+    """Settings that move the figures (the test cluster's are small: scripts/pg.sh)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
+            " current_setting('work_mem'), current_setting('effective_cache_size'),"
+            " current_setting('max_parallel_workers_per_gather'), current_setting('jit'),"
+            " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')"
+        ).fetchone()
+    assert row is not None
+    keys = ("server_version", "shared_buffers", "work_mem", "effective_cache_size",
+            "max_parallel_workers_per_gather", "jit", "pgvector")
+    return dict(zip(keys, row, strict=True))

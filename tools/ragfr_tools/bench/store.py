@@ -30,6 +30,7 @@ from ragfr.db.connect import with_database
 from ragfr.db.migrate import discover, migrate
 from ragfr.errors import DatabaseError
 from ragfr_tools.bench.corpus import COLLECTION, Chunk, CorpusSpec, Piaf, block_vectors, chunks
+from ragfr_tools.bench.memory import timed_with_memory
 
 SPACE_MODEL = "ollama:bge-m3"  # the space's name only: vectors are random (see corpus.py)
 # Open WebUI 0.12.4 PgvectorClient._ensure_text_search_index creates exactly this for its keyword arm.
@@ -64,7 +65,8 @@ def database_name(spec: CorpusSpec) -> str:
 
 
 def ensure_corpus(
-    admin_dsn: str, spec: CorpusSpec, piaf: Piaf, *, reuse: bool = True, say: Callable[[str], None] = print
+    admin_dsn: str, spec: CorpusSpec, piaf: Piaf, *, reuse: bool = True, say: Callable[[str], None] = print,
+    build_memory: str = BUILD_MEMORY,
 ) -> LoadedCorpus:
     name = database_name(spec)
     dsn = with_database(admin_dsn, name)
@@ -80,7 +82,7 @@ def ensure_corpus(
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
     try:
-        load = _load(dsn, spec, piaf, key, say)
+        load = _load(dsn, spec, piaf, key, say, build_memory)
     except BaseException:
         # Leave no half-loaded database behind under a name that looks reusable.
         drop(admin_dsn, name)
@@ -102,8 +104,11 @@ def _read_meta(dsn: str, key: str) -> dict[str, Any] | None:
     return None if row is None else {"load": row[0], "loaded_at": str(row[1])}
 
 
-def _load(dsn: str, spec: CorpusSpec, piaf: Piaf, key: str, say: Callable[[str], None]) -> dict[str, Any]:
+def _load(
+    dsn: str, spec: CorpusSpec, piaf: Piaf, key: str, say: Callable[[str], None], build_memory: str
+) -> dict[str, Any]:
     timings: dict[str, float] = {}
+    memory: dict[str, Any] = {}
     t = time.perf_counter()
     migrate(dsn, spec.dims, SPACE_MODEL, say=lambda _msg: None)
     timings["migrate_s"] = _since(t)
@@ -118,12 +123,13 @@ def _load(dsn: str, spec: CorpusSpec, piaf: Piaf, key: str, say: Callable[[str],
         t = time.perf_counter()
         _copy_rows(conn, spec, piaf, say)
         timings["copy_s"] = _since(t)
-        conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (build_memory,))
         for definition in [*definitions, OWUI_TEXT_INDEX]:
-            t = time.perf_counter()
-            conn.execute(definition)
-            timings[f"index:{_index_label(definition)}_s"] = _since(t)
-            say(f"bench:   {_index_label(definition)} built in {timings[f'index:{_index_label(definition)}_s']} s")
+            label = _index_label(definition)
+            built = timed_with_memory(conn, definition)
+            timings[f"index:{label}_s"] = built["seconds"]
+            memory[label] = built["memory"]
+            say(f"bench:   {label} built in {built['seconds']} s (cluster peak {built['memory'].get('peak_mib')} MiB)")
         t = time.perf_counter()
         # The whole database, postings included: the BM25 arm's index-only scans need the visibility map
         # that autovacuum would set some time after a bulk load (migrations/0007).
@@ -141,6 +147,10 @@ def _load(dsn: str, spec: CorpusSpec, piaf: Piaf, key: str, say: Callable[[str],
             "avg_chars": round(float(sizes[4]), 1),
             "avg_tokens": round(float(sizes[5]), 1),
             "class_sizes": _class_sizes(conn),
+            "build": {"maintenance_work_mem": build_memory,
+                      "max_parallel_maintenance_workers": conn.execute(
+                          "SELECT current_setting('max_parallel_maintenance_workers')").fetchone()[0],  # type: ignore[index]
+                      "memory_per_index": memory},
         }
         conn.execute(_META)
         conn.execute(

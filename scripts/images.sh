@@ -8,6 +8,8 @@
 #                                    global.imageRegistry=REGISTRY; prints each manifest digest
 #   scripts/images.sh list           the three local references, one a line
 #   scripts/images.sh ids            the three local references with their image IDs (as `build` ends)
+#   scripts/images.sh inputs         a hash of every file the images are built from (.build/images.built records
+#                                    it, so the cluster smoke can tell images older than the checkout)
 # Env: IMAGES_BASE (default: the project's debootstrap Debian 12 minbase, no registry needed; set it to
 # "official" to build on the Containerfiles' public bases), IMAGES_TLS_VERIFY (push; default true),
 # IMAGES_SKIP_SMOKE=1 (build without the smoke tests; never in CI).
@@ -62,7 +64,16 @@ build() {
   mkdir -p "$ROOT/.build"
   # What this checkout built, by image ID: the cluster smoke runs these even if another checkout sharing the
   # podman store re-tags <name>:<appVersion> meanwhile.
-  list_ids | tee "$ROOT/.build/images.built"
+  { echo "# inputs $(inputs)"; list_ids; } | tee "$ROOT/.build/images.built"
+}
+
+# Tracked and untracked (not ignored) files the three builds read; a change to any of them means rebuild.
+INPUTS=(src patches images pyproject.toml scripts/build-image.sh scripts/image-smoke.sh scripts/lib.sh
+        charts/ragfr/Chart.yaml)
+inputs() {
+  git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || { echo unknown; return; }  # not a checkout: no check
+  (cd "$ROOT" && git ls-files -co --exclude-standard -- "${INPUTS[@]}" | LC_ALL=C sort -u |
+    while IFS= read -r f; do [[ -f "$f" ]] && printf '%s\0' "$f"; done | xargs -0 sha256sum | sha256sum | cut -c1-16)
 }
 
 list_ids() {
@@ -110,5 +121,6 @@ case "${1:-}" in
   push) push "${2:-}" ;;
   list) for n in "${NAMES[@]}"; do ref "$n"; done ;;
   ids) list_ids ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  inputs) inputs ;;
+  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
 esac

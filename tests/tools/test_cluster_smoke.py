@@ -146,3 +146,18 @@ def test_query_rewriting_turned_back_on_fails_the_analyst_session(prefix: str, t
     message = str(failure.value)
     assert message.startswith("Open WebUI API: "), message
     assert "chat model calls for the answerable question (expected 1)" in message, message
+
+
+def test_images_built_from_other_sources_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    # The smoke runs the image IDs `make images` recorded; images older than the checkout would run old code
+    # against the new chart and fail far from the cause, so their recorded inputs hash must match.
+    now = subprocess.run(["bash", str(REPO / "scripts" / "images.sh"), "inputs"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert len(now) == 16, now
+    listed = tmp_path / "images.built"
+    listed.write_text(f"# inputs {now}\nlocalhost/ragfr/ragfr:0.1.0 sha256abc\n")
+    assert smoke.built_images(listed) == {"ragfr/ragfr:0.1.0": "sha256abc"}
+    for stale in (f"# inputs {'0' * 16}\n", ""):
+        listed.write_text(stale + "localhost/ragfr/ragfr:0.1.0 sha256abc\n")
+        with pytest.raises(SmokeFailure, match=r"run `make images` first"):
+            smoke.built_images(listed)

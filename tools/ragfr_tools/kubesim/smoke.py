@@ -26,6 +26,7 @@ import argparse
 import json
 import secrets
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -167,14 +168,22 @@ def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | No
     return stages + cluster.stages
 
 
-def built_images() -> dict[str, str]:
+def built_images(listed: Path | None = None) -> dict[str, str]:
     """Rendered reference -> image ID, for the images `make images` built in THIS checkout (.build/images.built):
-    a podman store shared with another checkout may have re-tagged ragfr/<name>:<appVersion> since."""
-    listed = REPO / ".build" / "images.built"
+    a podman store shared with another checkout may have re-tagged ragfr/<name>:<appVersion> since.
+    Raises SmokeFailure when the checkout's image inputs changed since that build: the smoke would run old code
+    against the new chart and fail far from the cause (seen: `invalid choice: 'pgpass'`)."""
+    listed = listed or REPO / ".build" / "images.built"
     if not listed.exists():
         return {}
-    pairs = (line.split() for line in listed.read_text().splitlines() if line.strip())
-    return {ref.removeprefix("localhost/"): image_id for ref, image_id in pairs}
+    lines = [line.split() for line in listed.read_text().splitlines() if line.strip()]
+    recorded = next((fields[2] for fields in lines if fields[:2] == ["#", "inputs"] and len(fields) == 3), None)
+    now = subprocess.run(["bash", str(REPO / "scripts" / "images.sh"), "inputs"], capture_output=True, text=True,
+                         check=False).stdout.strip()
+    if recorded is None or (now != recorded and "unknown" not in (now, recorded)):
+        raise SmokeFailure(f"the images in {listed} were built from other sources than this checkout's "
+                           f"(inputs {recorded or 'not recorded'}, now {now or '?'}): run `make images` first")
+    return {f[0].removeprefix("localhost/"): f[1] for f in lines if f[0] != "#"}
 
 
 def analyst(url: str, double: str, owui_logs: Callable[[], str]) -> str:

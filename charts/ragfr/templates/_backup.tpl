@@ -7,6 +7,25 @@
 {{- fail "backup.target=s3 needs backup.s3.endpoint, backup.s3.bucket and backup.s3.existingSecret (keys access-key-id, secret-access-key)" -}}
 {{- end -}}
 {{- end -}}
+{{- $c := .Values.database.cnpg.backup -}}
+{{- if $c.enabled -}}
+{{- if ne .Values.database.mode "cnpg" -}}
+{{- fail (printf "database.cnpg.backup.enabled is the CloudNativePG operator's backup: it needs database.mode=cnpg (mode is %s; the pg_dump CronJob is backup.enabled)" .Values.database.mode) -}}
+{{- end -}}
+{{- if not (and $c.destinationPath $c.existingSecret) -}}
+{{- fail "database.cnpg.backup.enabled needs database.cnpg.backup.destinationPath (s3://bucket/path) and database.cnpg.backup.existingSecret (keys access-key-id, secret-access-key)" -}}
+{{- end -}}
+{{- end -}}
+{{- $r := .Values.database.cnpg.recovery -}}
+{{- if $r.enabled -}}
+{{- if not (and (eq .Values.database.mode "cnpg") $r.objectStore $r.serverName) -}}
+{{- fail "database.cnpg.recovery.enabled needs database.mode=cnpg, database.cnpg.recovery.objectStore and database.cnpg.recovery.serverName (the dead cluster's ObjectStore and server name)" -}}
+{{- end -}}
+{{- $archiveAs := default (include "ragfr.db.cnpgCluster" .) $c.serverName -}}
+{{- if and $c.enabled (eq $r.objectStore (printf "%s-backup" (include "ragfr.db.cnpgCluster" .))) (eq $r.serverName $archiveAs) -}}
+{{- fail (printf "database.cnpg.recovery reads the backup under server name %s that database.cnpg.backup would archive the new cluster into: set database.cnpg.backup.serverName to a new name (e.g. %s-2)" $archiveAs (include "ragfr.db.cnpgCluster" .)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* TCP port of the S3 endpoint: explicit in the URL, else 443 for https and 80 for http. */}}

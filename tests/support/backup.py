@@ -29,6 +29,7 @@ class Release:
 
     ragfr_url: str  # with the password, percent-encoded (for ragfr --dsn and psycopg)
     owui_url: str
+    app_url: str  # Open WebUI's least-privilege role in ragfr's database (files/ragdb-roles.sh)
     ragfr_bare_url: str  # password-less, as the chart renders them
     owui_bare_url: str
     passwords: dict[str, str]
@@ -54,8 +55,14 @@ def rendered_scripts(dest: Path) -> dict[str, Path]:
 
 
 def ragdb_init(release: Release) -> None:
-    """The chart's first-boot script (files/ragdb-init.sh), run against the private cluster."""
+    """The chart's first-boot script (files/ragdb-init.sh), then its roles script (files/ragdb-roles.sh, the
+    migrations Job's first step: Open WebUI's application role and the exporter's pg_monitor role), both run
+    by the superuser against the private cluster."""
     done = run_script(["sh", str(CHART / "files" / "ragdb-init.sh")], release.init_env)
+    if done.returncode != 0:
+        raise AssertionError(done.stderr)
+    done = run_script(["sh", str(CHART / "files" / "ragdb-roles.sh")],
+                      {**release.init_env, "PGUSER": release.init_env["POSTGRES_USER"]})
     if done.returncode != 0:
         raise AssertionError(done.stderr)
 
@@ -64,7 +71,7 @@ def drop(release: Release) -> None:
     with psycopg.connect(release.superuser, autocommit=True) as conn:
         for db in ("ragfr_db", "owui_db"):
             conn.execute(f'DROP DATABASE IF EXISTS "{release.names[db]}" WITH (FORCE)')
-        for role in ("ragfr_user", "owui_user"):
+        for role in ("ragfr_user", "owui_user", "app_user", "monitor_user"):
             conn.execute(f'DROP ROLE IF EXISTS "{release.names[role]}"')
 
 
@@ -75,19 +82,25 @@ def fake_release(pg_dsn: str, tmp_path: Path, *, url_syntax_passwords: bool = Fa
     otherwise hex ones (for consumers given the percent-encoded URLs, whose driver may re-render them)."""
     tag = uuid.uuid4().hex[:8]
     names = {"ragfr_db": f"bk_ragfr_{tag}", "owui_db": f"bk_owui_{tag}",
-             "ragfr_user": f"bk_ragfr_{tag}", "owui_user": f"bk_owui_{tag}"}
+             "ragfr_user": f"bk_ragfr_{tag}", "owui_user": f"bk_owui_{tag}",
+             "app_user": f"bk_app_{tag}", "monitor_user": f"bk_mon_{tag}"}
     # Every character that breaks a URL or a libpq password file line when pasted unescaped.
-    pw = ({"ragfr": f"p@ss/w?rd#50% 'x:\\{tag}", "owui": f"o@:/?#% '{uuid.uuid4().hex}"} if url_syntax_passwords
-          else {"ragfr": uuid.uuid4().hex, "owui": uuid.uuid4().hex})
+    pw = ({"ragfr": f"p@ss/w?rd#50% 'x:\\{tag}", "owui": f"o@:/?#% '{uuid.uuid4().hex}",
+           "app": f"a@:/?#% ';\\{uuid.uuid4().hex}"} if url_syntax_passwords
+          else {"ragfr": uuid.uuid4().hex, "owui": uuid.uuid4().hex, "app": uuid.uuid4().hex})
+    pw["monitor"] = uuid.uuid4().hex
     parts = urlsplit(pg_dsn)
     host, port = parts.hostname or "127.0.0.1", str(parts.port or 5432)
     init_env = {"PGHOST": host, "PGPORT": port, "PGPASSWORD": parts.password or "", "POSTGRES_USER": parts.username or "postgres",
                 "RAGFR_DB": names["ragfr_db"], "RAGFR_USER": names["ragfr_user"], "RAGFR_PASSWORD": pw["ragfr"],
-                "OPENWEBUI_DB": names["owui_db"], "OPENWEBUI_USER": names["owui_user"], "OPENWEBUI_PASSWORD": pw["owui"]}
+                "OPENWEBUI_DB": names["owui_db"], "OPENWEBUI_USER": names["owui_user"], "OPENWEBUI_PASSWORD": pw["owui"],
+                "APP_USER": names["app_user"], "APP_PASSWORD": pw["app"],
+                "MONITOR_USER": names["monitor_user"], "MONITOR_PASSWORD": pw["monitor"]}
     q = {k: quote(v, safe="") for k, v in pw.items()}
     rel = Release(
         ragfr_url=f"postgresql://{names['ragfr_user']}:{q['ragfr']}@{host}:{port}/{names['ragfr_db']}",
         owui_url=f"postgresql://{names['owui_user']}:{q['owui']}@{host}:{port}/{names['owui_db']}",
+        app_url=f"postgresql://{names['app_user']}:{q['app']}@{host}:{port}/{names['ragfr_db']}",
         ragfr_bare_url=f"postgresql://{names['ragfr_user']}@{host}:{port}/{names['ragfr_db']}",
         owui_bare_url=f"postgresql://{names['owui_user']}@{host}:{port}/{names['owui_db']}",
         passwords=pw,

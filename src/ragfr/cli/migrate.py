@@ -20,6 +20,8 @@ what it does:
 examples:
   ragfr migrate --dsn "$DATABASE_URL"                                  # bge-m3, 1024 dims
   ragfr migrate --dsn "$DATABASE_URL" --dims 384 --embedding-model local:multilingual-e5-small
+  ragfr migrate --dsn "$DATABASE_URL" --app-role ragfr_app
+                       # then grant ragfr_app exactly what Open WebUI needs (DML on document_chunk, SELECT)
   ragfr migrate --wait --timeout 600 --embedding-model ollama:bge-m3 --dims 1024
                        # init container: block until migrated, refuse a pod configured for another space
 """
@@ -46,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="each migration waits at most this long for a table lock; past it, the migration is "
                    "rolled back and the sessions in the way are named (default 30)")
+    p.add_argument("--app-role", metavar="ROLE",
+                   help="after the migrations, grant this existing role exactly what Open WebUI needs: SELECT on "
+                   "the schema's tables, INSERT/UPDATE/DELETE on document_chunk, nothing else (re-applied each run)")
     p.add_argument("--wait", action="store_true",
                    help="apply nothing; wait until every known migration is applied, then require the space given "
                    "by --dims/--embedding-model (if any) to be the database's")
@@ -63,17 +68,22 @@ def run(args: argparse.Namespace) -> int:
         if not 0 < value <= 86400:
             raise ConfigError(f"{flag} must be between 0 and 86400 seconds, got {value:g}")
     report = migrate(dsn, args.dims, args.embedding_model, say=lambda m: print(m, file=sys.stderr),
-                     lock_wait_s=args.lock_wait, lock_timeout_s=args.lock_timeout)
+                     lock_wait_s=args.lock_wait, lock_timeout_s=args.lock_timeout, app_role=args.app_role)
     if report.applied:
         print(f"applied {len(report.applied)} migration(s); embedding space {report.model} ({report.dims} dims)")
     else:
         print(f"schema up to date ({report.already} migrations); embedding space {report.model} ({report.dims} dims)")
+    if report.app_role:
+        print(f"role {report.app_role}: SELECT on {report.app_role_tables} tables, INSERT/UPDATE/DELETE on "
+              "document_chunk, nothing else")
     return 0
 
 
 def _wait(dsn: str, args: argparse.Namespace) -> int:
     """Block until EVERY migration this ragfr knows is recorded (a missing one below the highest counts),
     then, when --dims/--embedding-model say what the caller is configured with, require that space."""
+    import psycopg
+
     from ragfr.db.connect import connect
     from ragfr.db.migrate import applied_versions, discover
     from ragfr.embed.space import read_space
@@ -85,6 +95,10 @@ def _wait(dsn: str, args: argparse.Namespace) -> int:
             applied = applied_versions(dsn)
         except DatabaseError as err:
             applied, reason = None, str(err)
+        except psycopg.errors.InsufficientPrivilege:
+            # The application role waits here too: the migrations Job grants it after the last migration,
+            # in one transaction, so reading the schema at all means every grant is in place.
+            applied, reason = None, "this role may not read the ragfr schema yet (`ragfr migrate --app-role` grants it)"
         else:
             missing = sorted(known - (applied or set()))
             reason = "no ragfr schema yet" if applied is None else f"migration(s) {missing} not applied yet"

@@ -54,6 +54,8 @@ class Migration:
 class MigrateReport:
     applied: list[str] = field(default_factory=list)
     already: int = 0
+    app_role: str | None = None
+    app_role_tables: int = 0
     dims: int = DEFAULT_DIMS
     model: str = DEFAULT_MODEL
 
@@ -92,13 +94,15 @@ def migrate(
     say: Callable[[str], None] = log.info,
     lock_wait_s: float = 600.0,
     lock_timeout_s: float = 30.0,
+    app_role: str | None = None,
 ) -> MigrateReport:
     """Bring the database at `dsn` to the newest schema. Safe to run concurrently and repeatedly.
 
     Another `ragfr migrate` is waited for at most `lock_wait_s`; each migration's statements wait at most
     `lock_timeout_s` for a table lock (a schema change queued behind a long query would stall every query
     queued behind it). Either limit ends with an error naming the sessions in the way; nothing of the
-    migration that waited is applied."""
+    migration that waited is applied. `app_role`: then grant that role exactly the application's
+    privileges (ragfr.db.approle), on every table that exists after the migrations."""
     if dims is not None and not 1 <= dims <= 16000:
         raise ConfigError(f"--dims must be between 1 and 16000 (pgvector's limit), got {dims}")
     if model is not None:
@@ -108,7 +112,12 @@ def migrate(
         _check_server(conn)
         _take_migration_lock(conn, lock_wait_s, say)
         try:
-            return _migrate_locked(conn, migrations, dims, model, say, lock_timeout_s)
+            report = _migrate_locked(conn, migrations, dims, model, say, lock_timeout_s)
+            if app_role is not None:
+                from ragfr.db.approle import grant
+
+                report.app_role, report.app_role_tables = app_role, grant(conn, app_role)
+            return report
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
 

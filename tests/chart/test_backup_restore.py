@@ -40,7 +40,8 @@ def release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
 
 
 def _load(release: Release, corpus: Path) -> None:
-    migrated = _run([str(RAGFR), "migrate", "--dsn", release.ragfr_url, "--dims", "384", "--embedding-model", E5], {})
+    migrated = _run([str(RAGFR), "migrate", "--dsn", release.ragfr_url, "--dims", "384", "--embedding-model", E5,
+                     "--app-role", release.names["app_user"]], {})
     assert migrated.returncode == 0, migrated.stderr
     corpus.mkdir()
     paragraphs = [p["context"] for a in json.loads(PIAF_JSON.read_text())["data"] for p in a["paragraphs"]]
@@ -120,6 +121,8 @@ def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(releas
     with psycopg.connect(release.ragfr_url) as conn:
         owner = conn.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'document_chunk'").fetchone()
         assert owner == (release.names["ragfr_user"],)  # owned by the owner role, as after a fresh install
+    with psycopg.connect(release.app_url) as conn:  # Open WebUI's role keeps its grants (restored from the dump)
+        assert conn.execute("SELECT count(*) > 0 FROM document_chunk").fetchone() == (True,)
     restored = release.data_dir / "uploads" / "piaf-000.md"
     assert restored.read_bytes() == (tmp_path / "corpus" / "piaf-000.md").read_bytes()
     assert not (release.data_dir / "cache").exists()  # caches are rebuilt, not backed up

@@ -119,8 +119,9 @@ def test_chart_containers_connect_with_a_password_full_of_url_syntax(pg_dsn: str
                             CHECK_URLS="DATABASE_URL PGVECTOR_DB_URL")
         done = _run([sys.executable, "-c", _WHOAMI], run_env)
         assert done.returncode == 0, done.stderr
-        for var, db in (("DATABASE_URL", "openwebui"), ("PGVECTOR_DB_URL", "ragfr")):
-            assert f"{var} ('{rel.names[db]}', '{rel.names[db]}')" in done.stdout
+        assert f"DATABASE_URL ('{rel.names['openwebui']}', '{rel.names['openwebui']}')" in done.stdout
+        # The vectors as Open WebUI's least-privilege role (database.ragfr.appUser), not as the owner.
+        assert f"PGVECTOR_DB_URL ('{rel.names['app']}', '{rel.names['ragfr']}')" in done.stdout
 
 
 @pytest.mark.parametrize("values", [

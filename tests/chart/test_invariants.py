@@ -222,7 +222,8 @@ def test_open_webui_starts_only_after_the_schema_and_the_patch() -> None:
     assert (args.embedding_model, args.dims) == (migrate_args(docs).embedding_model, migrate_args(docs).dims)
     assert args.dsn is None or "$(" not in args.dsn  # the URL comes from the environment, not argv
     migrate = one(docs, "Job", "-migrate-1")["spec"]["template"]["spec"]
-    assert [c["name"] for c in migrate["initContainers"]] == ["wait-for-postgres"]
+    # Then the internal ragdb's roles (Open WebUI's, the exporter's), as the superuser, before any grant.
+    assert [c["name"] for c in migrate["initContainers"]] == ["wait-for-postgres", "db-roles"]
 
 
 def test_patch_file_list_is_data_driven() -> None:

@@ -55,7 +55,13 @@ def test_postgres_exporter_sidecar_reads_the_password_from_the_secret_by_env() -
     image = exporter["image"]
     assert image.startswith("prometheuscommunity/postgres-exporter:v") and not image.endswith(":latest")
     env = env_of(exporter)
-    assert env["DATA_SOURCE_PASS"] == {"secretKeyRef": {"name": "ragfr-ragdb", "key": "postgres-password"}}
+    # Its own role with pg_monitor only (files/ragdb-roles.sh; tests/db/test_app_role.py runs it), never the
+    # superuser, and its own password key.
+    assert env["DATA_SOURCE_USER"] == "ragfr_monitor"
+    assert env["DATA_SOURCE_PASS"] == {"secretKeyRef": {"name": "ragfr-ragdb", "key": "monitor-password"}}
+    roles = one(docs, "Job", "-migrate-1")["spec"]["template"]["spec"]["initContainers"][1]
+    assert roles["name"] == "db-roles" and env_of(roles)["MONITOR_USER"] == "ragfr_monitor"
+    assert env_of(roles)["MONITOR_PASSWORD"] == env["DATA_SOURCE_PASS"]
     assert "@" not in env["DATA_SOURCE_URI"] and "password" not in " ".join(exporter.get("args", [])).lower()
     assert not exporter.get("command")
     assert {"name": "metrics", "containerPort": 9187} in exporter["ports"]

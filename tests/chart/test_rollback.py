@@ -8,9 +8,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
+import pytest
+from psycopg import sql
 from tests.support.chart import Doc, one, render
 from tests.support.paths import REPO
 
@@ -18,6 +22,23 @@ from ragfr.db.migrate import migrations_dir
 
 RUNBOOK = REPO / "docs" / "runbooks" / "rollback.md"
 RAGFR = REPO / ".venv" / "bin" / "ragfr"
+
+
+@pytest.fixture
+def app_role(pg_dsn: str) -> Iterator[str]:
+    """Open WebUI's role (database.ragfr.appUser), which ragdb's roles script or the operator makes before the
+    Job grants it; unique per test, dropped with what it was granted."""
+    name = f"rb_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(name)))
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        dbs = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datallowconn")]
+    for db in dbs:
+        with psycopg.connect(pg_dsn.rsplit("/", 1)[0] + "/" + db, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
 def _kubelet(container: Doc, docs: list[Doc], dsn: str) -> tuple[list[str], dict[str, str]]:
@@ -47,9 +68,11 @@ def _run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
                           text=True, check=False, timeout=300)
 
 
-def test_rollback_job_refuses_with_the_documented_line(migrated_db: Callable[..., str], tmp_path: Path) -> None:
-    old_values = {"migrations": {"image": {"tag": "0.1.0"}}}
-    new_values = {"migrations": {"image": {"tag": "0.2.0"}}}
+def test_rollback_job_refuses_with_the_documented_line(migrated_db: Callable[..., str], tmp_path: Path,
+                                                      app_role: str) -> None:
+    role = {"database": {"ragfr": {"appUser": app_role}}}
+    old_values = {"migrations": {"image": {"tag": "0.1.0"}}, **role}
+    new_values = {"migrations": {"image": {"tag": "0.2.0"}}, **role}
     new_docs, old_docs = render(new_values, revision=2), render(old_values, revision=1)
     new = one(new_docs, "Job", "-migrate-2")
     old = one(old_docs, "Job", "-migrate-1")
@@ -83,7 +106,8 @@ def test_rollback_job_refuses_with_the_documented_line(migrated_db: Callable[...
     assert "`schema complete (…)`" in RUNBOOK.read_text()
 
 
-def test_upgrade_from_the_untagged_bge_m3_space_follows_the_runbook(migrated_db: Callable[..., str]) -> None:
+def test_upgrade_from_the_untagged_bge_m3_space_follows_the_runbook(migrated_db: Callable[..., str],
+                                                                   app_role: str) -> None:
     """Installs from before model pinning recorded `ollama:bge-m3`; the chart now says `bge-m3:567m`. The
     migrations Job refuses, and the rename in docs/runbooks/chart-upgrade.md makes it pass, rows included."""
     import re
@@ -94,7 +118,7 @@ def test_upgrade_from_the_untagged_bge_m3_space_follows_the_runbook(migrated_db:
     with psycopg.connect(dsn) as conn:
         conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata) "
                      "VALUES ('c1', %s::vector, 'kb', 'Article 1', '{}')", ("[" + ",".join(["0.5"] * 1024) + "]",))
-    docs = render()
+    docs = render({"database": {"ragfr": {"appUser": app_role}}})
     job = one(docs, "Job", "-migrate-1")["spec"]["template"]["spec"]["containers"][0]
     refused = _run(*_kubelet(job, docs, dsn))
     assert "the database's embedding space is ollama:bge-m3, --embedding-model asks for ollama:bge-m3:567m" in (

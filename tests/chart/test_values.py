@@ -75,7 +75,7 @@ REJECTED = [
      "redis.enabled=true and redis.externalUrl are exclusive"),
     ({"database": {"mode": "external"}}, "database.external.host is required when database.mode=external"),
     ({"database": {"mode": "external", "external": {"host": "pg"}}},
-     "database.external.existingSecret (a Secret holding the ragfr and openwebui passwords) is required"),
+     "database.external.existingSecret (a Secret holding the ragfr, openwebui and application-role passwords) is required"),
     ({"database": {"mode": "cnpg"}}, "database.mode=cnpg: the CloudNativePG owner role owns both databases"),
     ({"ollama": {"enabled": False}}, "ollama.enabled=false needs ollama.externalUrl"),
     ({"openwebui": {"reranker": {"source": "pvc"}}},

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from tests.support.backup import RAGFR, Release, fake_release
+from tests.support.chart import CHART
 from tests.support.backup import run_script as _run
 
 from ragfr.db.migrate import migrate
@@ -176,3 +177,24 @@ def test_open_webui_waits_as_its_role_until_the_grants_exist(release: Release) -
     assert "INSERT/UPDATE/DELETE on document_chunk, nothing else" in granted.stdout
     done = _run(wait, {})
     assert done.returncode == 0, done.stderr
+
+
+def test_the_exporter_role_reads_statistics_but_no_data(release: Release) -> None:
+    """postgres_exporter's role (ragdb.metrics.user), made by files/ragdb-roles.sh: pg_monitor only."""
+    _migrated(release)
+    q = release.app_url.split("@", 1)[1]
+    url = f"postgresql://{release.names['monitor_user']}:{release.init_env['MONITOR_PASSWORD']}@{q}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) > 0 FROM pg_stat_database").fetchone() == (True,)
+        # pg_read_all_stats (in pg_monitor): other sessions' queries are visible, which the exporter reports.
+        assert conn.execute("SELECT pg_has_role('pg_monitor', 'MEMBER')").fetchone() == (True,)
+        for statement in ("SELECT count(*) FROM document_chunk", "SELECT count(*) FROM ragfr_postings",
+                          "CREATE TABLE evil (x int)"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+    # The roles script runs on every migrations Job run: again is fine and keeps the role usable.
+    again = _run(["sh", str(CHART / "files" / "ragdb-roles.sh")],
+                 {**release.init_env, "PGUSER": release.init_env["POSTGRES_USER"]})
+    assert again.returncode == 0, again.stderr
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (release.names["monitor_user"],)

@@ -21,8 +21,9 @@ from tests.support.paths import REPO
 from ragfr.db.connect import with_database
 from ragfr_tools.kubesim import pods as kp
 
-# The password of issue 13, and a second one (Open WebUI's role) that differs and adds `:` and `\`.
-PASSWORDS = {"ragfr": "p@ss/w?rd#50% 'x", "openwebui": "p@ss/w?rd#50% 'x:\\o"}
+# The password of issue 13, a second one (Open WebUI's role) that differs and adds `:` and `\`, and a third
+# for Open WebUI's least-privilege role in ragfr's database (database.ragfr.appUser).
+PASSWORDS = {"ragfr": "p@ss/w?rd#50% 'x", "openwebui": "p@ss/w?rd#50% 'x:\\o", "app": "a@:/?#% 'x\\p"}
 SECRET = "ext-db-credentials"
 VENV_BIN = REPO / ".venv" / "bin"
 
@@ -60,9 +61,13 @@ def argv(container: kp.Container) -> list[str]:
 def external_release(pg_dsn: str, *, values: Mapping[str, Any] | None = None) -> Iterator[Release]:
     tag = uuid.uuid4().hex[:8]
     names = {"ragfr": f"pw_ragfr_{tag}", "openwebui": f"pw_owui_{tag}"}
+    app_role = f"pw_app_{tag}"
     parts = urlsplit(pg_dsn)
     superuser = with_database(pg_dsn, "postgres")
     with psycopg.connect(superuser, autocommit=True) as conn:
+        # What docs/install.md asks of an external database: Open WebUI's role, LOGIN and nothing else.
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(app_role),
+                                                                       sql.Literal(PASSWORDS["app"])))
         for db, name in names.items():
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name),
                                                                            sql.Literal(PASSWORDS[db])))
@@ -76,18 +81,20 @@ def external_release(pg_dsn: str, *, values: Mapping[str, Any] | None = None) ->
         "database": {
             "mode": "external",
             "external": {"host": parts.hostname, "port": parts.port, "sslmode": "disable", "existingSecret": SECRET},
-            "ragfr": {"name": names["ragfr"], "user": names["ragfr"]},
+            "ragfr": {"name": names["ragfr"], "user": names["ragfr"], "appUser": app_role},
             "openwebui": {"name": names["openwebui"], "user": names["openwebui"]},
         },
         **(values or {}),
     }
     # The Secret the operator creates with kubectl (the chart never renders an existingSecret).
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": SECRET},
-              "stringData": {"ragfr-password": PASSWORDS["ragfr"], "openwebui-password": PASSWORDS["openwebui"]}}
+              "stringData": {"ragfr-password": PASSWORDS["ragfr"], "openwebui-password": PASSWORDS["openwebui"],
+                             "ragfr-app-password": PASSWORDS["app"]}}
     try:
-        yield Release(kp.index([*render(chart_values), secret]), names, superuser)
+        yield Release(kp.index([*render(chart_values), secret]), {**names, "app": app_role}, superuser)
     finally:
         with psycopg.connect(superuser, autocommit=True) as conn:
             for name in names.values():
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
                 conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(app_role)))

@@ -14,33 +14,43 @@ file written by an init container for Open WebUI (two databases, two passwords; 
 {{- default (include "ragfr.componentName" (dict "root" . "component" "ragdb")) .Values.ragdb.auth.existingSecret -}}
 {{- end -}}
 
-{{/* Connection facts for database "ragfr" or "openwebui", as YAML (read back with fromYaml). */}}
+{{/* Secret of Open WebUI's managed role in cnpg mode (kubernetes.io/basic-auth). */}}
+{{- define "ragfr.db.cnpgAppSecret" -}}
+{{- default (include "ragfr.componentName" (dict "root" . "component" "db-app")) .Values.database.cnpg.appRoleSecret -}}
+{{- end -}}
+
+{{/* Connection facts, as YAML (read back with fromYaml), for .db = "ragfr" (the owner of ragfr's database:
+     migrations, backups, tools), "openwebui" (Open WebUI's own database) or "app" (Open WebUI's
+     least-privilege role database.ragfr.appUser in ragfr's database: DML on document_chunk, no DDL). */}}
 {{- define "ragfr.db.conn" -}}
 {{- $v := .root.Values.database -}}
-{{- $which := index $v .db -}}
+{{- $app := eq .db "app" -}}
+{{- $which := index $v (ternary "ragfr" .db $app) -}}
+{{- $user := ternary $v.ragfr.appUser $which.user $app -}}
 {{- if eq $v.mode "internal" -}}
 host: {{ include "ragfr.componentName" (dict "root" .root "component" "ragdb") }}
 port: {{ .root.Values.ragdb.service.port }}
-user: {{ $which.user }}
+user: {{ $user }}
 database: {{ $which.name }}
 secret: {{ include "ragfr.db.internalSecret" .root }}
-key: {{ printf "%s-password" .db }}
+key: {{ ternary "ragfr-app-password" (printf "%s-password" .db) $app }}
 sslmode: disable
 {{- else if eq $v.mode "external" -}}
 host: {{ required "database.external.host is required when database.mode=external" $v.external.host }}
 port: {{ $v.external.port }}
-user: {{ $which.user }}
+user: {{ $user }}
 database: {{ $which.name }}
-secret: {{ required "database.external.existingSecret (a Secret holding the ragfr and openwebui passwords) is required when database.mode=external" $v.external.existingSecret }}
-key: {{ ternary $v.external.ragfrPasswordKey $v.external.openwebuiPasswordKey (eq .db "ragfr") }}
+secret: {{ required "database.external.existingSecret (a Secret holding the ragfr, openwebui and application-role passwords) is required when database.mode=external" $v.external.existingSecret }}
+key: {{ $app | ternary $v.external.appPasswordKey (ternary $v.external.ragfrPasswordKey $v.external.openwebuiPasswordKey (eq .db "ragfr")) }}
 sslmode: {{ $v.external.sslmode }}
 {{- else -}}
-{{- /* CNPG: one owner role (the bootstrap owner) owns both databases; its Secret is <cluster>-app. */ -}}
+{{- /* CNPG: one owner role (the bootstrap owner) owns both databases; its Secret is <cluster>-app. Open
+       WebUI's role is a managed role of the Cluster with its own basic-auth Secret. */ -}}
 host: {{ printf "%s-rw" (include "ragfr.db.cnpgCluster" .root) }}
 port: 5432
-user: {{ $v.ragfr.user }}
+user: {{ ternary $v.ragfr.appUser $v.ragfr.user $app }}
 database: {{ $which.name }}
-secret: {{ printf "%s-app" (include "ragfr.db.cnpgCluster" .root) }}
+secret: {{ ternary (include "ragfr.db.cnpgAppSecret" .root) (printf "%s-app" (include "ragfr.db.cnpgCluster" .root)) $app }}
 key: password
 sslmode: require
 {{- end -}}
@@ -80,12 +90,13 @@ sslmode: require
 {{- define "ragfr.db.passfileDir" -}}/run/ragfr-db{{- end -}}
 {{- define "ragfr.db.passfilePath" -}}{{ include "ragfr.db.passfileDir" . }}/pgpass{{- end -}}
 
-{{/* Open WebUI's two connection URLs, password-less: PGVECTOR_DB_URL (ragfr's database, with the writer
-     model of migration 0009) and DATABASE_URL (Open WebUI's own). Shared by the container and the init
-     container that writes their password file, so the file's lines match the URLs exactly. */}}
+{{/* Open WebUI's two connection URLs, password-less: PGVECTOR_DB_URL (ragfr's database as the
+     least-privilege role database.ragfr.appUser, with the writer model of migration 0009) and DATABASE_URL
+     (Open WebUI's own). Shared by the container and the init container that writes their password file,
+     so the file's lines match the URLs exactly. */}}
 {{- define "ragfr.db.openwebuiUrlEnv" -}}
 - name: PGVECTOR_DB_URL
-  value: {{ include "ragfr.db.url" (dict "root" . "db" "ragfr" "query" (include "ragfr.db.writerModelQuery" .)) | quote }}
+  value: {{ include "ragfr.db.url" (dict "root" . "db" "app" "query" (include "ragfr.db.writerModelQuery" .)) | quote }}
 - name: DATABASE_URL
   value: {{ include "ragfr.db.url" (dict "root" . "db" "openwebui") | quote }}
 {{- end -}}
@@ -102,7 +113,7 @@ sslmode: require
   command: ["ragfr", "pgpass", "--out", {{ include "ragfr.db.passfilePath" . | quote }}, "--entry", "PGVECTOR_DB_URL=RAGFR_DB_PASSWORD", "--entry", "DATABASE_URL=OPENWEBUI_DB_PASSWORD"]
   env:
     {{- include "ragfr.db.openwebuiUrlEnv" . | nindent 4 }}
-    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "ragfr" "var" "RAGFR_DB_PASSWORD") | nindent 4 }}
+    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "app" "var" "RAGFR_DB_PASSWORD") | nindent 4 }}
     {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "openwebui" "var" "OPENWEBUI_DB_PASSWORD") | nindent 4 }}
     - name: HOME
       value: /tmp
@@ -141,6 +152,42 @@ sslmode: require
     secretKeyRef:
       name: {{ $c.secret }}
       key: {{ $c.key }}
+{{- end -}}
+
+{{/* Init container of the migrations Job (database.mode=internal): makes Open WebUI's role and the
+     exporter's pg_monitor role, or brings them in line with the Secret, as the superuser (files/ragdb-roles.sh).
+     In external mode the operator makes them (docs/install.md); in cnpg mode the Cluster's managed.roles. */}}
+{{- define "ragfr.db.rolesContainer" -}}
+{{- $secret := include "ragfr.db.internalSecret" .root -}}
+- name: db-roles
+  image: {{ include "ragfr.image" (dict "root" .root "image" .root.Values.ragdb.image) }}
+  imagePullPolicy: {{ .root.Values.ragdb.image.pullPolicy }}
+  command: ["/bin/sh", "/ragfr-scripts/ragdb-roles.sh"]
+  env:
+    - name: PGHOST
+      value: {{ include "ragfr.componentName" (dict "root" .root "component" "ragdb") | quote }}
+    - name: PGPORT
+      value: {{ .root.Values.ragdb.service.port | quote }}
+    - name: PGUSER
+      value: postgres
+    - name: PGSSLMODE
+      value: disable
+    - name: PGCONNECT_TIMEOUT
+      value: "5"
+    - name: PGPASSWORD
+      valueFrom:
+        secretKeyRef: {name: {{ $secret }}, key: postgres-password}
+    - name: APP_USER
+      value: {{ .root.Values.database.ragfr.appUser | quote }}
+    - name: APP_PASSWORD
+      valueFrom:
+        secretKeyRef: {name: {{ $secret }}, key: ragfr-app-password}
+    - name: MONITOR_USER
+      value: {{ .root.Values.ragdb.metrics.user | quote }}
+    - name: MONITOR_PASSWORD
+      valueFrom:
+        secretKeyRef: {name: {{ $secret }}, key: monitor-password}
+  {{- include "ragfr.smallContainer" .root | nindent 2 }}
 {{- end -}}
 
 {{/* Init container that blocks until PostgreSQL accepts connections as the ragfr role. */}}

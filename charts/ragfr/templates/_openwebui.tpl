@@ -57,12 +57,13 @@ patch it (owui-init); make the reranker loadable offline.
   # image knows is recorded; it applies nothing. Then it refuses to let Open WebUI start on another
   # embedding space than the database's (stale values after an embedding migration): the model and
   # width come from the same ConfigMap Open WebUI reads. The URL comes from the environment, never argv.
+  # It connects as Open WebUI's own role, so it also waits for that role's grants (the Job's last step).
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
   imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
   command: ["ragfr", "migrate"]
   args: ["--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}, "--embedding-model", "ollama:$(RAG_EMBEDDING_MODEL)", "--dims", "$(PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH)"]
   env:
-    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "ragfr" "urlVar" "DATABASE_URL") | nindent 4 }}
+    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "app" "urlVar" "DATABASE_URL") | nindent 4 }}
     {{- range $key := list "RAG_EMBEDDING_MODEL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" }}
     - name: {{ $key }}
       valueFrom:

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from psycopg import sql
 from tests.support.backup import RAGFR, Release, fake_release
-from tests.support.chart import CHART
 from tests.support.backup import run_script as _run
+from tests.support.chart import CHART
 
 from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder

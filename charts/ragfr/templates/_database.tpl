@@ -16,7 +16,7 @@ file written by an init container for Open WebUI (two databases, two passwords; 
 
 {{/* Secret of Open WebUI's managed role in cnpg mode (kubernetes.io/basic-auth). */}}
 {{- define "ragfr.db.cnpgAppSecret" -}}
-{{- default (include "ragfr.componentName" (dict "root" . "component" "db-app")) .Values.database.cnpg.appRoleSecret -}}
+{{- default (include "ragfr.componentName" (dict "root" . "component" "db-approle")) .Values.database.cnpg.appRoleSecret -}}
 {{- end -}}
 
 {{/* Connection facts, as YAML (read back with fromYaml), for .db = "ragfr" (the owner of ragfr's database:

@@ -1,5 +1,6 @@
 """Issue 13 item 5 through the REAL Open WebUI 0.12.4 (patched): its database configuration is the chart's,
-with passwords holding `@ / ? # % '`, a space, `:` and `\\`.
+with passwords holding `@ / ? # % '`, a space, `:` and `\\`. Its vectors go through the least-privilege
+role database.ragfr.appUser (issue 14 item 4), which the migrations Job granted.
 
 The roles, the chart render and the containers' env come from tests/support/db_release.py (external mode
 pointed at the private cluster). The migrations Job and init container db-passfile run with their rendered
@@ -50,6 +51,9 @@ def test_open_webui_connects_through_the_charts_password_file(
         assert done.returncode == 0, done.stderr
 
         rendered = dict(rel.container("Deployment", "-openwebui", "open-webui").env)
+        # The vectors as Open WebUI's least-privilege role (DML only, no DDL: patch 4 skips Open WebUI's own
+        # CREATE INDEX at start, which PostgreSQL refuses to a non-owner; tests/db/test_app_role.py).
+        assert rendered["PGVECTOR_DB_URL"].startswith(f"postgresql://{rel.names['app']}@")
         database_env = {k: rendered[k] for k in ("DATABASE_URL", "PGVECTOR_DB_URL")}
         database_env["PGPASSFILE"] = rendered["PGPASSFILE"].replace(mount.path, str(volume))
         double = start_double(tmp_path)

@@ -21,6 +21,9 @@ BOOKWORM_PKGS=(
   chromium fonts-liberation  # the real browser of tests/owui/test_browser.py (playwright drives it); readable screenshots
   # promtool (`promtool check rules`) for the chart's PrometheusRule in tests/chart/test_metrics.py; the server is unused.
   prometheus
+  # rclone 1.60.1: the S3 client of the backup upload (tests/chart/test_backup_s3.py runs the chart's upload script
+  # with it against moto's S3 server; the chart's upload image is rclone/rclone:1.60.1).
+  rclone
 )
 # qemu-user 10 (static-pie /usr/bin/qemu-x86_64): bookworm's 7.2 segfaults running the postmaster.
 BACKPORTS_PKGS=(qemu-user)

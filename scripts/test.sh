@@ -2,7 +2,8 @@
 # `make test`: from a fresh Debian 12 machine (as root) to every test, with no manual step.
 #   1. apt packages (-t bookworm; qemu-user -t bookworm-backports), .venv, pgvector fetched + verified +
 #      built without AVX-512 and scanned, a private PostgreSQL root       (make setup)
-#   2. .venv-owui with the real open-webui 0.12.4 (CPU torch when reachable) (scripts/setup-owui.sh)
+#   2. .venv-owui with the real open-webui 0.12.4 (CPU torch when reachable) (scripts/setup-owui.sh),
+#      .venv-s3double with moto's S3 server (scripts/setup-s3double.sh)
 #      the three images the chart names, smoke-tested                      (make images)
 #   3. ruff + mypy
 #   4. the private PostgreSQL cluster (free loopback port), the cluster smoke (make cluster-smoke),
@@ -21,6 +22,8 @@ step "setup: apt, venv, pgvector, private PostgreSQL root"
 make --no-print-directory setup
 step "setup: Open WebUI 0.12.4 venv"
 bash scripts/setup-owui.sh
+step "setup: moto's S3 server (the S3 protocol double of tests/chart/test_backup_s3.py)"
+bash scripts/setup-s3double.sh
 step "images: ragfr/ragdb, ragfr/ragfr, ragfr/owui-init with the chart's appVersion, each smoke-tested (make images)"
 bash scripts/images.sh build
 

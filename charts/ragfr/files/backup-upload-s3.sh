@@ -1,20 +1,36 @@
 #!/bin/sh
-# Uploads the set backup.sh just wrote (in the shared emptyDir /backup) to S3_BUCKET/S3_PREFIX/<stamp>/
-# with the MinIO client, then deletes the sets beyond BACKUP_KEEP there (oldest first), only after the
-# upload succeeded. Env: S3_ENDPOINT, S3_BUCKET, S3_PREFIX, BACKUP_KEEP, AWS_ACCESS_KEY_ID,
-# AWS_SECRET_ACCESS_KEY, MC_CONFIG_DIR (writable).
+# Uploads the set backup.sh just wrote (in the shared emptyDir /backup) to S3_BUCKET/S3_PREFIX/<stamp>/ with
+# rclone, then deletes the sets beyond BACKUP_KEEP there (oldest first), only after the upload succeeded and
+# was checked. rclone is configured by env only (no config file): the chart sets RCLONE_CONFIG_TARGET_TYPE=s3,
+# _PROVIDER, _ENDPOINT, _REGION, _ACCESS_KEY_ID and _SECRET_ACCESS_KEY (the keys from backup.s3.existingSecret),
+# which define the remote "target:". Env: S3_BUCKET, S3_PREFIX, BACKUP_KEEP, BACKUP_DIR (default /backup).
+#
+# SHA256SUMS is uploaded LAST: a set without it in the bucket is an interrupted upload. Retention counts
+# complete sets only, and removes interrupted ones older than the oldest set it keeps.
 set -eu
-mc alias set target "$S3_ENDPOINT" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >/dev/null
-set_name=$(ls -1 /backup | grep -E '^[0-9]{8}T[0-9]{6}Z$' | sort | tail -n 1)
-[ -n "$set_name" ] || { echo "backup-upload: no complete set in /backup" >&2; exit 1; }
-dest="target/$S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}"
-mc cp --recursive "/backup/$set_name/" "$dest$set_name/"
-echo "backup-upload: $set_name -> $S3_ENDPOINT/$S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}$set_name/"
+src="${BACKUP_DIR:-/backup}"
+set_name=$(ls -1 "$src" | grep -E '^[0-9]{8}T[0-9]{6}Z$' | sort | tail -n 1)
+[ -n "$set_name" ] || { echo "backup-upload: no complete set in $src" >&2; exit 1; }
+dest="target:$S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}"
+t0=$(date +%s)
+rclone copy --exclude SHA256SUMS "$src/$set_name/" "$dest$set_name/"
+rclone copyto "$src/$set_name/SHA256SUMS" "$dest${set_name}/SHA256SUMS"
+# Sizes and MD5 of every file against the bucket: a truncated or altered object fails the run here.
+rclone check --one-way "$src/$set_name/" "$dest$set_name/"
+echo "backup-upload: $set_name -> $S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}$set_name/ in $(( $(date +%s) - t0 ))s"
 keep="${BACKUP_KEEP:-0}"
 if [ "$keep" -gt 0 ]; then
-  mc ls "$dest" | awk '{print $NF}' | tr -d / | grep -E '^[0-9]{8}T[0-9]{6}Z$' | sort -r | tail -n "+$(( keep + 1 ))" \
-    | while read -r old; do
-        mc rm --recursive --force "$dest$old/" >/dev/null
-        echo "backup-upload: removed old set $old (keeping $keep)"
-      done
+  sets=$(rclone lsf --dirs-only "$dest" | tr -d / | grep -E '^[0-9]{8}T[0-9]{6}Z$' | sort -r || true)
+  complete=$(rclone lsf --files-only -R --include '/*/SHA256SUMS' "$dest" | cut -d/ -f1 | sort -r || true)
+  oldest_kept=$(echo "$complete" | head -n "$keep" | tail -n 1)
+  for old in $sets; do
+    if echo "$complete" | head -n "$keep" | grep -qx "$old"; then
+      continue  # one of the newest complete sets
+    fi
+    if ! echo "$complete" | grep -qx "$old" && [ "$old" \> "$oldest_kept" ]; then
+      continue  # an interrupted upload newer than what is kept: perhaps still running, left alone
+    fi
+    rclone purge "$dest$old"
+    echo "backup-upload: removed old set $old (keeping $keep)"
+  done
 fi

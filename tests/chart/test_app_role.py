@@ -39,9 +39,13 @@ def test_open_webui_uses_its_own_role_and_password_in_every_mode(mode: str) -> N
     passfile = env_of(_init(docs, "Deployment", "-openwebui", "db-passfile"))
     assert passfile["PGVECTOR_DB_URL"] == owui["PGVECTOR_DB_URL"]  # the password file line matches the URL
     assert passfile["RAGFR_DB_PASSWORD"] == {"secretKeyRef": secret}
-    wait = env_of(_init(docs, "Deployment", "-openwebui", "wait-for-schema"))
-    assert wait["DATABASE_URL"].startswith("postgresql://ragfr_app@")  # waits for the role's grants too
-    assert wait["PGPASSWORD"] == {"secretKeyRef": secret}
+    grants = _init(docs, "Deployment", "-openwebui", "wait-for-grants")
+    assert grants["command"] == ["ragfr", "migrate"] and grants["args"][0] == "--wait"
+    assert env_of(grants)["DATABASE_URL"].startswith("postgresql://ragfr_app@")  # waits for the role's grants
+    assert env_of(grants)["PGPASSWORD"] == {"secretKeyRef": secret}
+    # `ragfr embeddings k8s` borrows wait-for-schema's env for its Job, which alters the schema: the owner's.
+    assert env_of(_init(docs, "Deployment", "-openwebui", "wait-for-schema"))["DATABASE_URL"].startswith(
+        "postgresql://ragfr@")
     # The owner migrates (and grants the role), and dumps.
     migrate = _init(docs, "Job", "-migrate-1", "migrate")
     assert env_of(migrate)["DATABASE_URL"].startswith("postgresql://ragfr@")

@@ -165,5 +165,6 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
     with psycopg.connect(release.app_url) as conn:
         assert conn.execute("SELECT count(*) > 0 FROM document_chunk").fetchone() == (True,)
     sizes = {p.name: p.stat().st_size for p in fetched.iterdir()}
-    print(f"\nbackup {['%.2f' % t for t in timings['backup']]} s, upload {['%.2f' % t for t in timings['upload']]} s, "
+    fmt = lambda ts: ", ".join(f"{t:.2f}" for t in ts)  # noqa: E731
+    print(f"\nbackup {fmt(timings['backup'])} s, upload {fmt(timings['upload'])} s, "
           f"download {download_s:.2f} s, restore {restore_s:.2f} s, set sizes {sizes}")

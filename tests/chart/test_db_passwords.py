@@ -92,6 +92,9 @@ def test_chart_containers_connect_with_a_password_full_of_url_syntax(pg_dsn: str
         wait = rel.container("Deployment", "-openwebui", "wait-for-schema")
         done = _run(argv(wait), local_env(wait))
         assert done.returncode == 0, done.stderr
+        grants = rel.container("Deployment", "-openwebui", "wait-for-grants")  # as Open WebUI's role
+        done = _run(argv(grants), local_env(grants))
+        assert done.returncode == 0, done.stderr
         # The helm test pod's env, through psycopg.
         test = rel.container("Pod", "-test", "test")
         done = _run([sys.executable, "-c", _WHOAMI], local_env(test, CHECK_URLS="DATABASE_URL"))

@@ -210,7 +210,8 @@ def test_open_webui_starts_only_after_the_schema_and_the_patch() -> None:
     docs = render()
     spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
     names = [c["name"] for c in spec["initContainers"]]
-    assert names == ["wait-for-schema", "db-passfile", "copy-stock-openwebui", "apply-french-patch", "cache-reranker"]
+    assert names == ["wait-for-schema", "wait-for-grants", "db-passfile", "copy-stock-openwebui", "apply-french-patch",
+                     "cache-reranker"]
     wait = spec["initContainers"][0]
     # $(VAR) in args expanded as the kubelet does, from the ConfigMap entries the container's env points at.
     cm = owui_env(docs)

@@ -46,7 +46,7 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- end -}}
 
 {{/*
-Init containers, in order: wait for the ragfr schema; write the database password file; copy the stock package out of the stock image;
+Init containers, in order: wait for the ragfr schema (as the owner), then for Open WebUI's role's grants; write the database password file; copy the stock package out of the stock image;
 patch it (owui-init); make the reranker loadable offline.
 */}}
 {{- define "ragfr.openwebui.initContainers" -}}
@@ -57,13 +57,13 @@ patch it (owui-init); make the reranker loadable offline.
   # image knows is recorded; it applies nothing. Then it refuses to let Open WebUI start on another
   # embedding space than the database's (stale values after an embedding migration): the model and
   # width come from the same ConfigMap Open WebUI reads. The URL comes from the environment, never argv.
-  # It connects as Open WebUI's own role, so it also waits for that role's grants (the Job's last step).
+  # It connects as the owner: `ragfr embeddings k8s` borrows this container (image, env) for its Job.
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
   imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
   command: ["ragfr", "migrate"]
   args: ["--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}, "--embedding-model", "ollama:$(RAG_EMBEDDING_MODEL)", "--dims", "$(PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH)"]
   env:
-    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "app" "urlVar" "DATABASE_URL") | nindent 4 }}
+    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "ragfr" "urlVar" "DATABASE_URL") | nindent 4 }}
     {{- range $key := list "RAG_EMBEDDING_MODEL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" }}
     - name: {{ $key }}
       valueFrom:
@@ -71,6 +71,18 @@ patch it (owui-init); make the reranker loadable offline.
           name: {{ include "ragfr.componentName" (dict "root" $ "component" "openwebui-env") }}
           key: {{ $key }}
     {{- end }}
+    - name: HOME
+      value: /tmp
+  {{- include "ragfr.smallContainer" . | nindent 2 }}
+- name: wait-for-grants
+  # Then as Open WebUI's own role (database.ragfr.appUser): it may read the schema only once the migrations
+  # Job has granted it (its last step, one transaction), so Open WebUI never starts into "permission denied".
+  image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
+  imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
+  command: ["ragfr", "migrate"]
+  args: ["--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}]
+  env:
+    {{- include "ragfr.db.urlEnv" (dict "root" . "db" "app" "urlVar" "DATABASE_URL") | nindent 4 }}
     - name: HOME
       value: /tmp
   {{- include "ragfr.smallContainer" . | nindent 2 }}

@@ -2,9 +2,9 @@
 
 Stages, each timed:
   1. StatefulSet ragdb: its pod, the PVC from volumeClaimTemplates as a podman volume, until its probes pass;
-  2. Job migrate: init container wait-for-postgres, then `ragfr migrate`, to completion;
+  2. Job migrate: init containers wait-for-postgres and db-roles, then `ragfr migrate --app-role`, to completion;
   3. Deployment ollama, its image replaced by the project's Ollama-API test double, until its probes pass;
-  4. Deployment openwebui: ALL its init containers (wait-for-schema, db-passfile, copy-stock-openwebui,
+  4. Deployment openwebui: ALL its init containers (wait-for-schema, wait-for-grants, db-passfile, copy-stock-openwebui,
      apply-french-patch), the patch check of its readiness probe run alone in the container's place (a clear
      message before a minute of start-up), then the open-webui container itself until its startup and
      readiness probes pass;

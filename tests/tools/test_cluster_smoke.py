@@ -59,7 +59,7 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path)
     lines, stages = run(prefix, tmp_path)
     assert [s.name for s in stages[1:]] == [
         "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-1", "Deployment/ragfr-ollama",
-        "Deployment/ragfr-openwebui (init containers wait-for-schema, db-passfile, copy-stock-openwebui, "
+        "Deployment/ragfr-openwebui (init containers wait-for-schema, wait-for-grants, db-passfile, copy-stock-openwebui, "
         "apply-french-patch)",
         "Deployment/ragfr-openwebui container open-webui (readiness patch check)",
         "Deployment/ragfr-openwebui (containers open-webui, ready)",

@@ -92,8 +92,8 @@ def test_env_from_configmap_then_env(objects: dict[tuple[str, str], kp.Manifest]
     env = dict(pod.containers[0].env)
     assert env["VECTOR_DB"] == "pgvector" and env["PYTHONPATH"] == "/opt/ragfr/site"
     assert env["WEBUI_SECRET_KEY"] == secret(objects, "ragfr-openwebui", "webui-secret-key")
-    assert [c.name for c in pod.init_containers][:4] == [
-        "wait-for-schema", "db-passfile", "copy-stock-openwebui", "apply-french-patch"]
+    assert [c.name for c in pod.init_containers][:5] == [
+        "wait-for-schema", "wait-for-grants", "db-passfile", "copy-stock-openwebui", "apply-french-patch"]
 
 
 def test_unsupported_objects_fail_with_their_name(objects: dict[tuple[str, str], kp.Manifest]) -> None:

@@ -40,7 +40,10 @@ def test_schema_is_what_open_webui_0_12_4_expects(migrated_db) -> None:
                           ).fetchall()
         assert pk == [("id",)]
         idx = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'document_chunk'").fetchall())
-        assert "USING hnsw (vector vector_cosine_ops) WITH (m='16', ef_construction='64')" in idx["idx_document_chunk_vector"]
+        # Migration 0011: half-precision graph on the unchanged vector(1024) column, under Open WebUI's name and
+        # with the method/parameters its startup checks (tests/db/test_vector_index.py covers the rest).
+        assert ("USING hnsw (((vector)::halfvec(1024)) halfvec_cosine_ops) WITH (m='16', ef_construction='64')"
+                in idx["idx_document_chunk_vector"])
         assert "USING gin (fts)" in idx["idx_document_chunk_fts"]
         assert "idx_document_chunk_collection_name" in idx
         assert conn.execute("SELECT model, dims FROM ragfr_embedding_space").fetchone() == ("ollama:bge-m3", 1024)
@@ -55,7 +58,8 @@ def test_explain_uses_the_hnsw_and_french_gin_indexes(migrated_db) -> None:
                        else "La franchise", {}) for i in range(300)])
         conn.execute("SET enable_seqscan = off")
         plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN SELECT id FROM document_chunk ORDER BY vector <=> %s::vector LIMIT 5", (literal(query_direction()),)))
+            "EXPLAIN SELECT id FROM document_chunk ORDER BY vector::halfvec(1024) <=> %s::halfvec(1024) LIMIT 5",
+            (literal(query_direction()),)))
         assert "idx_document_chunk_vector" in plan
         plan = "\n".join(r[0] for r in conn.execute(
             "EXPLAIN SELECT id FROM document_chunk WHERE fts @@ 'sinistr'::tsquery"))
@@ -74,7 +78,8 @@ def test_ten_percent_filter_needs_the_iterative_scan_settings(migrated_db) -> No
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_bitmapscan = off")
         conn.execute("SET enable_sort = off")
-        q = ("SELECT id FROM document_chunk WHERE vmetadata ->> 'cls' = 'rare' ORDER BY vector <=> %s::vector LIMIT 10")
+        q = ("SELECT id FROM document_chunk WHERE vmetadata ->> 'cls' = 'rare'"
+             " ORDER BY vector::halfvec(1024) <=> %s::halfvec(1024) LIMIT 10")
         with conn.transaction():
             conn.execute("SET LOCAL hnsw.iterative_scan = off")
             off = conn.execute(q, (literal(query_direction()),)).fetchall()

@@ -16,6 +16,9 @@ what it does:
   serialize on an advisory lock; a recorded file that was edited afterwards is refused.
   --dims and --embedding-model are read only when the schema is first created (or must agree with it
   afterwards): changing the embedding model is `ragfr embeddings migrate`.
+  --vector-index is read when migration 0011 applies: halfvec (default) indexes the vectors at half
+  precision (half the index size; scores stay float32, see docs/benchmarks.md), vector keeps the
+  full-precision index. The column is vector(N) either way.
 
 examples:
   ragfr migrate --dsn "$DATABASE_URL"                                  # bge-m3, 1024 dims
@@ -43,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SPEC",
         help="embedder spec of the space, e.g. ollama:bge-m3 (default), local:multilingual-e5-small",
     )
+    p.add_argument("--vector-index", choices=["halfvec", "vector"], default=None,
+                   help="precision of the HNSW index built by migration 0011: halfvec (default) or vector "
+                   "(full precision); read only when 0011 applies")
     p.add_argument("--lock-wait", type=float, default=600.0, metavar="SECONDS",
                    help="wait at most this long for another `ragfr migrate` on the same database (default 600)")
     p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
@@ -68,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         if not 0 < value <= 86400:
             raise ConfigError(f"{flag} must be between 0 and 86400 seconds, got {value:g}")
     report = migrate(dsn, args.dims, args.embedding_model, say=lambda m: print(m, file=sys.stderr),
-                     lock_wait_s=args.lock_wait, lock_timeout_s=args.lock_timeout, app_role=args.app_role)
+                     lock_wait_s=args.lock_wait, lock_timeout_s=args.lock_timeout, app_role=args.app_role,
+                     vector_index=args.vector_index)
     if report.applied:
         print(f"applied {len(report.applied)} migration(s); embedding space {report.model} ({report.dims} dims)")
     else:

@@ -4,8 +4,8 @@ Files live in `migrations/` as `NNNN_name.sql`. Each runs in its own transaction
 that records it, so a failure leaves nothing half-applied. A file whose first line is
 `-- ragfr:no-transaction` holds ONE statement that PostgreSQL refuses inside a transaction block (e.g.
 CREATE INDEX CONCURRENTLY); it runs alone and is recorded right after. Parameters (dimension, model)
-reach the SQL as the session settings `ragfr.dims` and `ragfr.embedding_model`, so the files themselves
-are constant and their checksums mean something.
+reach the SQL as the session settings `ragfr.dims`, `ragfr.embedding_model` and `ragfr.vector_index`, so the
+files themselves are constant and their checksums mean something.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ragfr.db.connect import connect, redact
 from ragfr.db.locks import advisory_holders, any_relation_holders
 from ragfr.embed.spec import parse_spec
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
+from ragfr.retrieval.vector_index import PRECISIONS
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ def migrate(
     lock_wait_s: float = 600.0,
     lock_timeout_s: float = 30.0,
     app_role: str | None = None,
+    vector_index: str | None = None,
 ) -> MigrateReport:
     """Bring the database at `dsn` to the newest schema. Safe to run concurrently and repeatedly.
 
@@ -107,12 +109,14 @@ def migrate(
         raise ConfigError(f"--dims must be between 1 and 16000 (pgvector's limit), got {dims}")
     if model is not None:
         model = parse_spec(model).model_id
+    if vector_index not in (None, *PRECISIONS):
+        raise ConfigError(f"--vector-index must be one of {', '.join(PRECISIONS)}, got {vector_index!r}")
     migrations = discover(directory)
     with connect(dsn, autocommit=True) as conn:
         _check_server(conn)
         _take_migration_lock(conn, lock_wait_s, say)
         try:
-            report = _migrate_locked(conn, migrations, dims, model, say, lock_timeout_s)
+            report = _migrate_locked(conn, migrations, dims, model, say, lock_timeout_s, vector_index or "halfvec")
             if app_role is not None:
                 from ragfr.db.approle import grant
 
@@ -169,6 +173,7 @@ def _migrate_locked(
     model: str | None,
     say: Callable[[str], None],
     lock_timeout_s: float,
+    vector_index: str,
 ) -> MigrateReport:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS ragfr_schema_migrations ("
@@ -194,6 +199,7 @@ def _migrate_locked(
     report.dims, report.model = _resolve_space(conn, dims, model)
     conn.execute("SELECT set_config('ragfr.dims', %s, false)", (str(report.dims),))
     conn.execute("SELECT set_config('ragfr.embedding_model', %s, false)", (report.model,))
+    conn.execute("SELECT set_config('ragfr.vector_index', %s, false)", (vector_index,))
     for m in migrations:
         if m.version in applied:
             continue

@@ -9,6 +9,8 @@ import psycopg
 
 from ragfr.embmigrate import names
 from ragfr.errors import DatabaseError
+from ragfr.retrieval import vector_index
+from ragfr.retrieval.vector_index import Precision
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,13 @@ class Index:
     options: tuple[str, ...]  # reloptions, e.g. ("m=16", "ef_construction=64")
     valid: bool
     definition: str
+    # True for an index on an expression of `column` (migration 0011: `(vector::halfvec(N))`), not the column.
+    expression: bool = False
+
+    @property
+    def precision(self) -> Precision:
+        """The precision the graph stores: what a nearest-neighbour ORDER BY must cast to to use it."""
+        return vector_index.precision_of("halfvec" if self.opclass.startswith("halfvec") else "vector")
 
 
 def require_schema(conn: psycopg.Connection) -> None:
@@ -67,21 +76,27 @@ def column(conn: psycopg.Connection, name: str) -> Column | None:
 
 
 def index(conn: psycopg.Connection, name: str) -> Index | None:
+    # An expression index has indkey[0] = 0; the column it reads is then the one it depends on.
     row = conn.execute(
-        "SELECT a.attname, am.amname, oc.opcname, coalesce(c.reloptions, '{}'), i.indisvalid,"
-        "       pg_get_indexdef(c.oid)"
+        "SELECT coalesce(a.attname, (SELECT e.attname FROM pg_depend d"
+        "         JOIN pg_attribute e ON e.attrelid = d.refobjid AND e.attnum = d.refobjsubid"
+        "        WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid"
+        "          AND d.refclassid = 'pg_class'::regclass AND d.refobjsubid > 0 ORDER BY e.attnum LIMIT 1)),"
+        "       am.amname, oc.opcname, coalesce(c.reloptions, '{}'), i.indisvalid,"
+        "       pg_get_indexdef(c.oid), i.indkey[0] = 0"
         "  FROM pg_class c"
         "  JOIN pg_index i ON i.indexrelid = c.oid"
         "  JOIN pg_am am ON am.oid = c.relam"
         "  JOIN pg_opclass oc ON oc.oid = i.indclass[0]"
-        "  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]"
+        "  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]"
         " WHERE c.oid = to_regclass(%s)",
         (name,),
     ).fetchone()
     if row is None:
         return None
-    col, method, opclass, options, valid, definition = row
-    return Index(name, str(col), str(method), str(opclass), tuple(options), bool(valid), str(definition))
+    col, method, opclass, options, valid, definition, expression = row
+    return Index(name, str(col), str(method), str(opclass), tuple(options), bool(valid), str(definition),
+                 bool(expression))
 
 
 def dependents(conn: psycopg.Connection, column_name: str) -> list[str]:

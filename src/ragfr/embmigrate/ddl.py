@@ -22,6 +22,7 @@ from ragfr.db.locks import relation_holders
 from ragfr.embmigrate import names, stop
 from ragfr.embmigrate.catalog import Index
 from ragfr.errors import ConfigError, DatabaseError
+from ragfr.retrieval import vector_index
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -159,18 +160,29 @@ def set_not_null(conn: psycopg.Connection, column: str, not_null: bool) -> None:
     )
 
 
-def create_index_statement(like: Index, name: str, column: str, *, concurrently: bool) -> sql.Composed:
-    """The live index's definition (method, operator class, options) on another column."""
+def create_index_statement(
+    like: Index, name: str, column: str, *, concurrently: bool, dims: int | None = None
+) -> sql.Composed:
+    """The live index's definition (method, operator class, options) on another column of `dims` dimensions.
+
+    The half-precision index (migration 0011) is on the expression `(vector::halfvec(N))`: the copy casts
+    the other column to halfvec of ITS dimension. Any other expression index is refused, not guessed at."""
     bad = [o for o in like.options if not _OPTION.match(o)]
     if bad:
         raise DatabaseError(f"unexpected options {bad} on index {like.name}; refusing to copy them")
+    if like.expression:
+        if like.precision != "halfvec" or dims is None:
+            raise DatabaseError(f"index {like.name} is on an expression ragfr does not know ({like.definition}); "
+                                "refusing to copy it")
+        key: sql.Composable = vector_index.index_expression(column, "halfvec", dims)
+    else:
+        key = sql.SQL("{} {}").format(sql.Identifier(column), sql.Identifier(like.opclass))
     with_clause = sql.SQL(" WITH ({})").format(sql.SQL(", ").join(sql.SQL(o) for o in like.options))
-    return sql.SQL("CREATE INDEX {conc}{name} ON {t} USING {method} ({col} {opclass}){with_}").format(
+    return sql.SQL("CREATE INDEX {conc}{name} ON {t} USING {method} ({key}){with_}").format(
         conc=sql.SQL("CONCURRENTLY " if concurrently else ""),
         name=sql.Identifier(name),
         t=sql.Identifier(names.TABLE),
         method=sql.Identifier(like.method),
-        col=sql.Identifier(column),
-        opclass=sql.Identifier(like.opclass),
+        key=key,
         with_=with_clause if like.options else sql.SQL(""),
     )

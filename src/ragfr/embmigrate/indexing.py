@@ -34,7 +34,9 @@ def ensure_index(conn: psycopg.Connection, like: Index, name: str, column: str, 
     conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
     timer = kill_during("index-build")
     try:
-        conn.execute(ddl.create_index_statement(like, name, column, concurrently=True))
+        target = catalog.column(conn, column)
+        dims = target.dims if target is not None else None
+        conn.execute(ddl.create_index_statement(like, name, column, concurrently=True, dims=dims))
     finally:
         if timer is not None:
             timer.cancel()

@@ -69,7 +69,9 @@ def plan(opts: MigrateOptions) -> Plan:
         todo = total if current is None else backfill.pending(conn, backfill.NEXT)
         rate = _measured_rate(conn, embedder)
         heap, index_bytes = _sizes(conn)
-        index_est = index_bytes * (4 * dims + 8 + _HNSW_OVERHEAD) / (4 * space.dims + 8 + _HNSW_OVERHEAD)
+        live = catalog.index(conn, names.INDEX)
+        width = 2 if live is not None and live.precision == "halfvec" else 4  # bytes per stored dimension
+        index_est = index_bytes * (width * dims + 8 + _HNSW_OVERHEAD) / (width * space.dims + 8 + _HNSW_OVERHEAD)
         eta = todo / rate if rate else float("nan")
         phase = "prepare" if current is None else current.phase
         lines += [

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ragfr.embmigrate import names
+from ragfr.embmigrate import catalog, names
 from ragfr.embmigrate.errors import VerificationError
+from ragfr.retrieval import vector_index
 
 K = 10
 _TIE = 1e-6
@@ -72,7 +73,16 @@ def recall_at_10(
     ]
     if not queries:
         return Recall(mean=1.0, worst=1.0, sample=0, ef_search=ef_search)
+    idx = catalog.index(conn, index_name)
+    precision = idx.precision if idx is not None else "vector"
+    col = catalog.column(conn, vector_col)
+    dims = col.dims if col is not None and col.dims > 0 else len(queries[0].split(","))
+    # The index's own distance orders the walk (a half-precision index answers only a halfvec ORDER BY);
+    # every distance compared is the full-precision one, as ragfr's vector arm reports it.
     knn = sql.SQL(
+        "SELECT {v} <=> %s::vector FROM {t} WHERE {v} IS NOT NULL ORDER BY {order} LIMIT %s"
+    ).format(t=t, v=v, order=vector_index.distance_to_query(v, precision, dims))
+    exact_knn = sql.SQL(
         "SELECT {v} <=> %s::vector FROM {t} WHERE {v} IS NOT NULL ORDER BY {v} <=> %s::vector LIMIT %s"
     ).format(t=t, v=v)
     scores = []
@@ -86,7 +96,7 @@ def recall_at_10(
         with conn.transaction():
             conn.execute("SET LOCAL enable_indexscan = off")
             conn.execute("SET LOCAL enable_bitmapscan = off")
-            exact = [float(r[0]) for r in conn.execute(knn, (q, q, K))]
+            exact = [float(r[0]) for r in conn.execute(exact_knn, (q, q, K))]
         bound = exact[-1] + _TIE
         scores.append(sum(1 for d in approx if d <= bound) / len(exact))
     return Recall(mean=sum(scores) / len(scores), worst=min(scores), sample=len(scores), ef_search=ef_search)

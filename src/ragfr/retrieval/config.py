@@ -25,8 +25,12 @@ class SearchConfig:
     ef_search: int = 100
     # hnsw.iterative_scan budget: past this many visited tuples a filtered scan stops and reports underfill.
     max_scan_tuples: int = 20_000
-    # Filter first: when at most this many rows pass the hard filters, score them all exactly instead.
-    exact_threshold: int = 5_000
+    # Filter first: when at most this many rows pass the hard filters, score them all exactly instead of
+    # walking the HNSW graph. None (default): the cost rule of ragfr.retrieval.strategy sets it per query
+    # from the graph's size; a number pins it (tests use that to force one strategy).
+    exact_threshold: int | None = None
+    # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured, docs/benchmarks.md).
+    exact_cost_ratio: float = 40.0
     # Cosine similarity below which a semantic candidate is noise; None keeps all.
     similarity_floor: float | None = None
     rerank: bool = True
@@ -42,6 +46,10 @@ class SearchConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.exact_threshold is not None and (not isinstance(self.exact_threshold, int) or self.exact_threshold < 1):
+            raise ConfigError(f"exact_threshold must be a positive integer or None, got {self.exact_threshold!r}")
+        if not self.exact_cost_ratio > 0:
+            raise ConfigError(f"exact_cost_ratio must be positive, got {self.exact_cost_ratio!r}")
         if self.ef_search > 1000:
             raise ConfigError(f"ef_search must be at most 1000 (pgvector's limit), got {self.ef_search}")
         if not (self.lexical or self.semantic):

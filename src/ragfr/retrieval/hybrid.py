@@ -129,7 +129,7 @@ def _search(
     try:
         with conn.transaction():
             settings = semantic.apply_settings(conn, config)
-            searched = _rows_in(conn, filters.collections)
+            searched, indexed = _rows_in(conn, filters.collections)
             pending: Future[_LexicalOutcome] | None = None
             lex_out: _LexicalOutcome | None = None
             if config.lexical and vector is not None and lexical_conn is not None:
@@ -139,7 +139,9 @@ def _search(
             try:
                 if vector is not None:
                     t = time.perf_counter()
-                    sem, arms["semantic"] = semantic.nearest(conn, vector, filters, config, searched)
+                    sem, arms["semantic"] = semantic.nearest(
+                        conn, vector, filters, config, searched, indexed=indexed,
+                        precision=settings["vector_index"])
                     rankings["semantic"] = [c.id for c in sem]
                     sem_scores = {c.id: c.similarity for c in sem}
                     timings["semantic"] = elapsed_ms(t)
@@ -189,7 +191,8 @@ def _search(
     settings.update(
         rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims, lexical_depth=config.lexical_depth,
         semantic_depth=config.semantic_depth, bm25_k1=config.bm25_k1, bm25_b=config.bm25_b,
-        exact_threshold=config.exact_threshold, similarity_floor=config.similarity_floor,
+        exact_threshold=config.exact_threshold, exact_cost_ratio=config.exact_cost_ratio,
+        similarity_floor=config.similarity_floor,
         reranker=getattr(reranker, "model_id", None) if config.rerank else None, query_terms=terms,
     )
     short = [a for a in arms.values() if a.underfilled]
@@ -244,12 +247,14 @@ def _query_vector(
     return vector
 
 
-def _rows_in(conn: psycopg.Connection[Any], collections: Sequence[str]) -> int:
+def _rows_in(conn: psycopg.Connection[Any], collections: Sequence[str]) -> tuple[int, int]:
+    """(rows in `collections`, rows in every collection: what the one HNSW graph holds)."""
     row = conn.execute(
-        "SELECT coalesce(sum(n_docs), 0) FROM ragfr_collection_stats WHERE collection_name = ANY(%s)",
+        "SELECT coalesce(sum(n_docs) FILTER (WHERE collection_name = ANY(%s)), 0), coalesce(sum(n_docs), 0)"
+        " FROM ragfr_collection_stats",
         (list(collections),),
     ).fetchone()
-    return int(row[0]) if row else 0
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def _fetch(conn: psycopg.Connection[Any], ids: list[str]) -> dict[str, tuple[str | None, dict[str, Any] | None, str]]:

@@ -1,13 +1,20 @@
 """The vector arm: cosine similarity on the HNSW index, with filters that never shrink the answer silently.
 
+Two strategies, chosen per query by estimated cost (ragfr.retrieval.strategy) and recorded in the arm's
+report:
+  exact  the filter runs first (one statement that also counts the passing rows, capped at the cost rule's
+         threshold + 1) and every passing row is scored with the full-precision vectors;
+  hnsw   the graph walk, when more rows pass than the threshold.
 pgvector's HNSW scan applies WHERE clauses after the graph walk: with `hnsw.iterative_scan=off` a 10%
 filter returns about 10% of LIMIT. We set, per transaction and logged with the result:
   hnsw.ef_search       pinned (reproducible candidate lists),
-  hnsw.iterative_scan  strict_order (keep walking until LIMIT rows pass, in exact distance order),
+  hnsw.iterative_scan  strict_order (keep walking until LIMIT rows pass, in the index's distance order),
   hnsw.max_scan_tuples the budget; if it runs out first the arm reports underfill with counts.
-When few rows pass the filters (at most `exact_threshold`), they are scored exactly instead: the filter
-runs first (one scan that also counts them) and every passing row is ranked by primary key. Without
-metadata conditions the collections' row count (kept by the BM25 triggers) decides, with no scan at all.
+Without metadata conditions the collections' row count (kept by the BM25 triggers) decides, with no scan.
+
+With the half-precision index (migration 0011) the walk orders candidates by halfvec distance; each
+candidate is then re-scored with its float32 vector, so the similarities the evidence gate and fusion see
+are float32 cosines, as with the full-precision index, and ties are broken by id on those.
 """
 
 from __future__ import annotations
@@ -18,24 +25,27 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from ragfr.retrieval import strategy, vector_index
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
 from ragfr.retrieval.types import ArmReport
+from ragfr.retrieval.vector_index import Precision
 
-_PASSING_IDS = "SELECT d.id FROM document_chunk d WHERE {predicate} LIMIT %s"
-_EXACT_BY_ID = """
-SELECT id, vector <=> %s::vector AS distance FROM document_chunk
- WHERE id = ANY(%s) AND vector IS NOT NULL
- ORDER BY distance, id LIMIT %s
-"""
+# Counts the passing rows (at most the cap) and, when they are few enough, scores them all. One row per
+# scored candidate, or a single row with NULL id when nothing is scored; `n` is on every row. The CTE
+# keeps each vector as a TOAST pointer: only the rows scored are read in full.
 _EXACT = """
-WITH passing AS MATERIALIZED (SELECT d.id, d.vector FROM document_chunk d WHERE {predicate})
-SELECT id, vector <=> %s::vector AS distance FROM passing WHERE vector IS NOT NULL
- ORDER BY distance, id LIMIT %s
+WITH passing AS MATERIALIZED (SELECT d.id, d.vector FROM document_chunk d WHERE {predicate} LIMIT %s),
+     counted AS (SELECT count(*) AS n FROM passing)
+SELECT counted.n, s.id, s.distance FROM counted LEFT JOIN LATERAL (
+    SELECT p.id, p.vector <=> %s::vector AS distance FROM passing p
+     WHERE counted.n <= %s AND p.vector IS NOT NULL
+     ORDER BY distance, p.id LIMIT %s) s ON true
 """
+# The walk's candidates, re-scored at full precision (a no-op difference for the full-precision index).
 _HNSW = """
-SELECT d.id, d.vector <=> %s::vector AS distance FROM document_chunk d
- WHERE {predicate} ORDER BY d.vector <=> %s::vector LIMIT %s
+SELECT c.id, c.vector <=> %s::vector AS distance FROM (
+    SELECT d.id, d.vector FROM document_chunk d WHERE {predicate} ORDER BY {order} LIMIT %s) c
 """
 
 
@@ -51,44 +61,60 @@ def vector_literal(vector: list[float]) -> str:
 
 def apply_settings(conn: psycopg.Connection[Any], config: SearchConfig) -> dict[str, Any]:
     """SET LOCAL the HNSW settings (the caller holds a transaction) and return them as applied (set_config
-    returns the value now in force), in one round trip."""
+    returns the value now in force), with the live index's precision, in one round trip."""
     row = conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true),"
-        " set_config('hnsw.max_scan_tuples', %s, true), set_config('statement_timeout', %s, true)",
-        (str(config.ef_search), str(config.max_scan_tuples), f"{config.statement_timeout_ms}ms"),
+        " set_config('hnsw.max_scan_tuples', %s, true), set_config('statement_timeout', %s, true),"
+        " (" + vector_index.PRECISION_SQL + ")",
+        (str(config.ef_search), str(config.max_scan_tuples), f"{config.statement_timeout_ms}ms",
+         vector_index.INDEX),
     ).fetchone()
     assert row is not None
     return {"ef_search": int(row[0]), "iterative_scan": row[1], "max_scan_tuples": int(row[2]),
-            "statement_timeout": row[3]}
+            "statement_timeout": row[3], "vector_index": vector_index.precision_of(row[4])}
+
+
+def threshold_for(config: SearchConfig, indexed: int) -> int:
+    """Most passing rows that are scored exactly: pinned by `exact_threshold`, else the cost rule."""
+    if config.exact_threshold is not None:
+        return max(config.exact_threshold, config.semantic_depth)
+    return strategy.exact_threshold(indexed, config.semantic_depth, config.ef_search, config.exact_cost_ratio)
 
 
 def nearest(
-    conn: psycopg.Connection[Any], vector: list[float], filters: Filters, config: SearchConfig, searched: int
+    conn: psycopg.Connection[Any],
+    vector: list[float],
+    filters: Filters,
+    config: SearchConfig,
+    searched: int,
+    *,
+    indexed: int | None = None,
+    precision: Precision = "vector",
 ) -> tuple[list[SemanticCandidate], ArmReport]:
+    """`searched`: rows in the searched collections; `indexed`: rows in the whole graph (every collection),
+    which sets the share of the walk a filter wastes (default: `searched`)."""
     depth = config.semantic_depth
     report = ArmReport("semantic", depth, searched=searched)
     predicate, pparams = filters.predicate("d")
     literal = vector_literal(vector)
-    threshold = max(config.exact_threshold, depth)
+    threshold = threshold_for(config, searched if indexed is None else indexed)
+    report.threshold = threshold
     rows: list[Any] = []
-    if not filters.conditions and searched > threshold:
-        # The collections alone hold more rows than the threshold (rows without a vector count too, so a
-        # collection of mostly unembedded rows could report an underfill that is really a shortage).
-        small = False
-    elif not filters.conditions:
-        small = True
-        report.strategy = "exact"
-        rows = conn.execute(sql.SQL(_EXACT).format(predicate=predicate), [*pparams, literal, depth]).fetchall()
-        report.passing = len(rows) if len(rows) < depth else None
-    else:
-        ids = [r[0] for r in conn.execute(
-            sql.SQL(_PASSING_IDS).format(predicate=predicate), [*pparams, threshold + 1]).fetchall()]
-        small = len(ids) <= threshold
+    # The collections alone hold more rows than the threshold: no count needed (rows without a vector
+    # count too, so a collection of mostly unembedded rows could report an underfill that is really a shortage).
+    small = False
+    if filters.conditions or searched <= threshold:
+        counted = conn.execute(
+            sql.SQL(_EXACT).format(predicate=predicate), [*pparams, threshold + 1, literal, threshold, depth]
+        ).fetchall()
+        passing = int(counted[0][0])
+        small = passing <= threshold
         if small:
-            report.strategy, report.passing = "exact", len(ids)
-            rows = conn.execute(_EXACT_BY_ID, [literal, ids, depth]).fetchall()
+            report.strategy, report.passing = "exact", passing
+            rows = [(r[1], r[2]) for r in counted if r[1] is not None]
     if not small:
         report.strategy = "hnsw"
+        order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, len(vector))
         # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
         # reading every passing row and sorting them (62-68 ms vs 10 ms at 10k chunks, docs/benchmarks.md).
         # Not prepared, so no cached plan outlives this setting.
@@ -96,11 +122,12 @@ def nearest(
             "SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)"
         ).fetchone()
         rows = conn.execute(
-            sql.SQL(_HNSW).format(predicate=predicate), [literal, *pparams, literal, depth], prepare=False
+            sql.SQL(_HNSW).format(predicate=predicate, order=order), [literal, *pparams, literal, depth],
+            prepare=False,
         ).fetchall()
         conn.execute("SELECT set_config('enable_sort', %s, true)", (previous[0] if previous else "on",))
-        # The index returns distance order; ids break exact ties so equal distances always list alike.
-        rows.sort(key=lambda r: (r[1], r[0]))
+    # Full-precision distance order; ids break exact ties so equal distances always list alike.
+    rows.sort(key=lambda r: (r[1], r[0]))
     candidates = [SemanticCandidate(r[0], 1.0 - float(r[1])) for r in rows]
     if config.similarity_floor is not None:
         kept = [c for c in candidates if c.similarity >= config.similarity_floor]
@@ -108,7 +135,7 @@ def nearest(
         candidates = kept
     report.returned = len(candidates)
     if report.strategy == "hnsw" and len(rows) < depth and report.floor_cut == 0:
-        # More than max(exact_threshold, depth) rows pass, yet the scan stopped short: the budget ran out.
+        # More than max(threshold, depth) rows pass, yet the scan stopped short: the budget ran out.
         report.underfilled = True
         report.reason = (
             f"semantic arm returned {len(rows)} of {depth}; scanned {config.max_scan_tuples} "

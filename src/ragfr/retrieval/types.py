@@ -32,6 +32,7 @@ class ArmReport:
     returned: int = 0
     strategy: str = ""  # "bm25" or "ts_rank_cd"; "hnsw" or "exact" (filter first, then score every passing row)
     passing: int | None = None  # rows passing the hard filters, when counted (bounded by the exact threshold)
+    threshold: int | None = None  # vector arm: most passing rows scored exactly (the cost rule's choice)
     searched: int | None = None  # rows in the searched collections
     underfilled: bool = False
     reason: str | None = None

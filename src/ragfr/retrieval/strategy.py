@@ -1,0 +1,34 @@
+"""The vector arm's choice between filter-first exact scoring and the HNSW walk, by estimated cost.
+
+With hard filters, pgvector's iterative HNSW scan keeps walking the graph until LIMIT rows pass: when a
+fraction s of the indexed rows passes, it visits about depth / s candidates (never fewer than ef_search).
+Exact scoring reads and scores every passing row instead. With n passing rows out of N indexed ones,
+c_visit the cost of one visited candidate and c_exact that of one exactly scored row:
+
+    exact costs  n * c_exact
+    HNSW costs   c_visit * max(ef_search, depth * N / n)
+
+Exact is the cheaper one exactly when n <= max(r * ef_search, sqrt(r * depth * N)), r = c_visit / c_exact
+(the first term covers n large enough that the walk is no longer than an unfiltered one; the second the
+selective filters, where the walk grows as the filter narrows). r was measured at 100k chunks (1024 dims):
+docs/benchmarks.md, "Filtered search: the cost rule". At the defaults (r 40, ef_search 100, depth 50)
+the threshold is 4,000 rows for up to 8k indexed rows, 14,142 at 100k and 44,721 at 1M: a 10 % filter
+is scored exactly at 100k, a 1 % filter at 1M too.
+
+The vector arm counts the passing rows, capped at the threshold + 1, in the same statement that scores
+them, so the count costs nothing more when exact wins and at most threshold cheap row reads when not.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def exact_threshold(indexed: int, depth: int, ef_search: int, cost_ratio: float) -> int:
+    """The largest number of passing rows for which exact scoring is estimated cheaper than the walk.
+
+    Never below `depth`: when at most depth rows pass, the walk would end only at its tuple budget, and
+    exact scoring returns every one of them."""
+    walk_floor = cost_ratio * ef_search
+    selective = math.sqrt(cost_ratio * depth * max(indexed, 0))
+    return max(depth, int(max(walk_floor, selective)))

@@ -41,11 +41,16 @@ def test_complete_migration_switches_every_chunk_to_the_new_model(source_db: Cal
     assert after["space"] == (TARGET, 384)
     cols = {name: typ for name, typ, _ in after["columns"]}
     assert cols["vector"] == "vector(384)" and cols["vector_prev"] == "vector(512)"
+    # The live index's shape (migration 0011: half precision) is copied to the new space at ITS dimension,
+    # under the name Open WebUI checks; the old space keeps its own.
     assert after["indexes"]["idx_document_chunk_vector"] == (
-        "CREATE INDEX idx_document_chunk_vector ON public.document_chunk USING hnsw (vector vector_cosine_ops) "
-        "WITH (m='16', ef_construction='64')"
+        "CREATE INDEX idx_document_chunk_vector ON public.document_chunk USING hnsw "
+        "(((vector)::halfvec(384)) halfvec_cosine_ops) WITH (m='16', ef_construction='64')"
     )
-    assert "idx_document_chunk_vector_prev" in after["indexes"]
+    assert after["indexes"]["idx_document_chunk_vector_prev"] == (
+        "CREATE INDEX idx_document_chunk_vector_prev ON public.document_chunk USING hnsw "
+        "(((vector_prev)::halfvec(512)) halfvec_cosine_ops) WITH (m='16', ef_construction='64')"
+    )
     ids = sorted(before["rows"])
     assert sorted(after["rows"]) == ids
     texts = [after["rows"][i][0] for i in ids]
@@ -76,14 +81,12 @@ def test_search_answers_on_the_old_space_until_the_switch(source_db: Callable[[i
     assert ready["space"] == (SOURCE, 512) and ready["state"] == [("ready", 12, 0)]
     assert {i: r[:3] for i, r in ready["rows"].items()} == {i: r[:3] for i, r in before["rows"].items()}
     query = vector_literal(load_embedder(SOURCE, cache=False).embed_queries(["Que prépare la SNCF ?"])[0])
+    # The nearest-neighbour query as ragfr's vector arm words it for the half-precision index (0011).
+    knn = "SELECT id FROM document_chunk ORDER BY vector::halfvec(512) <=> %s::halfvec(512) LIMIT 3"
     with psycopg.connect(dsn) as conn:
         conn.execute("SET enable_seqscan = off")
-        hits = conn.execute(
-            "SELECT id FROM document_chunk ORDER BY vector <=> %s::vector LIMIT 3", (query,)
-        ).fetchall()
-        plan = conn.execute(
-            "EXPLAIN SELECT id FROM document_chunk ORDER BY vector <=> %s::vector LIMIT 3", (query,)
-        ).fetchall()
+        hits = conn.execute(knn, (query,)).fetchall()
+        plan = conn.execute("EXPLAIN " + knn, (query,)).fetchall()
     assert len(hits) == 3
     assert "idx_document_chunk_vector" in str(plan)
     # Re-running the same command switches.

@@ -29,6 +29,7 @@ from ragfr_tools.bench.stats import load_average, summarize
 
 K = 10
 WARMUP = 5
+WALKED_CLASS = "p10"
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ def ragfr_cases(k: int = K) -> list[RagfrCase]:
     ]
     cases += [RagfrCase(f"ragfr hybrid, filter sel={name} ({frac * 100:g} %)", base, name)
               for name, frac in sorted(SEL_CLASSES.items(), key=lambda kv: kv[1])]
+    # What-if: the rule before issue 16 (exact only up to 5,000 passing rows), so the 10 % class walks the
+    # graph; the same run then shows what the cost rule's filter-first exact scoring saves.
+    cases.append(RagfrCase(f"what-if: ragfr hybrid, filter sel={WALKED_CLASS}, HNSW walk (exact_threshold 5000)",
+                           base.with_(exact_threshold=5000), WALKED_CLASS))
     return cases
 
 

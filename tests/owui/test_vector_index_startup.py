@@ -75,8 +75,9 @@ def test_open_webui_starts_writes_and_ragfr_walks_the_migrated_half_precision_in
         assert written, "Open WebUI wrote no chunk"
         collection = written[0][1]
         query = load_embedder(TARGET, cache=False).embed_queries(["Quel est le montant de la franchise ?"])[0]
-        # exact_threshold=1: walk the graph even on this small table, so the hit comes from the index.
-        result = search(conn, "franchise", collections=[collection], query_vector=query,
-                        config=SearchConfig(k=1, lexical=False, rerank=False, exact_threshold=1))
+        # Both collections (13 rows) and exact_threshold=1: the arm walks the graph even on this small table,
+        # so the hit comes from the index.
+        result = search(conn, "franchise", collections=[collection, "kb-1"], query_vector=query,
+                        config=SearchConfig(k=5, semantic_depth=5, lexical=False, rerank=False, exact_threshold=1))
     assert result.settings["vector_index"] == "halfvec" and result.arms["semantic"].strategy == "hnsw"
-    assert [h.id for h in result.hits] == [written[0][0]]
+    assert result.hits[0].id == written[0][0]

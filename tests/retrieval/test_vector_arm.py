@@ -84,10 +84,10 @@ def test_filtered_walk_and_exact_scoring_agree(conn) -> None:
 
 
 @pytest.mark.parametrize(("indexed", "depth", "ef", "ratio", "expected"), [
-    (0, 50, 100, 40.0, 4000),            # r * ef_search: a walk never visits fewer than ef_search
-    (8_000, 50, 100, 40.0, 4000),        # sqrt(40 * 50 * 8000) = 4000: both terms meet
-    (100_000, 50, 100, 40.0, 14142),     # 10 % of 100k (10,000 rows) is scored exactly
-    (1_000_000, 50, 100, 40.0, 44721),
+    (0, 50, 100, 10.0, 1000),            # r * ef_search: a walk never visits fewer than ef_search
+    (2_000, 50, 100, 10.0, 1000),        # sqrt(10 * 50 * 2000) = 1000: both terms meet
+    (100_000, 50, 100, 10.0, 7071),      # 1 % of 100k is scored exactly, 10 % walks the graph
+    (1_000_000, 50, 100, 10.0, 22360),
     (100, 50, 40, 0.01, 50),             # never below depth
 ])
 def test_threshold_formula(indexed: int, depth: int, ef: int, ratio: float, expected: int) -> None:
@@ -96,28 +96,48 @@ def test_threshold_formula(indexed: int, depth: int, ef: int, ratio: float, expe
 
 def test_cost_rule_choice_at_the_boundary(conn) -> None:
     # r = 0.5, depth 10, ef_search 40, 400 indexed rows: max(0.5 * 40, sqrt(0.5 * 10 * 400)) = 44.7 -> 44.
+    # A range filter: the planner cannot estimate it, so the capped count decides, exactly at the threshold.
     config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5)
     assert exact_threshold(ROWS, 10, 40, 0.5) == 44
-    conn.execute("UPDATE document_chunk SET vmetadata = jsonb_build_object('edge', 'x')"
-                 " WHERE id IN (SELECT id FROM document_chunk ORDER BY id LIMIT 45)")
-    conn.execute("UPDATE document_chunk SET vmetadata = vmetadata || '{\"rest\": \"y\"}'"
-                 " WHERE id IN (SELECT id FROM document_chunk ORDER BY id LIMIT 44)")
-    at = search(conn, "texte", collections=["kb"], conditions=[Condition("rest", "eq", ("y",))],
+    conn.execute("UPDATE document_chunk SET vmetadata = vmetadata || jsonb_build_object('n', substr(id, 2)::int)")
+    at = search(conn, "texte", collections=["kb"], conditions=[Condition("n", "lt", ("44",))],
                 query_vector=Q, config=config)
-    over = search(conn, "texte", collections=["kb"], conditions=[Condition("edge", "eq", ("x",))],
+    over = search(conn, "texte", collections=["kb"], conditions=[Condition("n", "lt", ("45",))],
                   query_vector=Q, config=config)
     assert (at.arms["semantic"].strategy, at.arms["semantic"].passing, at.arms["semantic"].threshold) == ("exact", 44, 44)
     assert (over.arms["semantic"].strategy, over.arms["semantic"].passing) == ("hnsw", None)
+    assert at.arms["semantic"].estimated is None and over.arms["semantic"].estimated is None
     # Either way k rows come back when k rows pass, and none outside the filter.
     assert len(at.hits) == 10 and len(over.hits) == 10 and not at.underfilled and not over.underfilled
     assert {h.id for h in over.hits} <= {f"r{i:03d}" for i in range(45)}
     assert {h.id for h in at.hits} <= {f"r{i:03d}" for i in range(44)}
 
 
+def test_planner_estimate_skips_the_count_and_a_wrong_one_falls_back_to_exact(conn) -> None:
+    config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5)
+    conn.execute("ANALYZE document_chunk")
+    broad = search(conn, "texte", collections=["kb"], conditions=[Condition("cls", "eq", ("b",))],
+                   query_vector=Q, config=config)
+    # 300 of 400 rows pass; the GIN statistics say about as much, far above the threshold (44): walk.
+    sem = broad.arms["semantic"]
+    assert sem.strategy == "hnsw" and sem.passing is None and sem.estimated is not None and sem.estimated > 44
+    assert len(broad.hits) == 10 and all(h.metadata["cls"] == "b" for h in broad.hits)
+    # Now only 3 rows are "a", but the statistics still say 100: the estimate sends the arm down the graph,
+    # the walk comes back with 3 of 10, and the arm counts and scores exactly instead of reporting a shortage.
+    conn.execute("UPDATE document_chunk SET vmetadata = jsonb_build_object('cls', 'b')"
+                 " WHERE vmetadata ->> 'cls' = 'a' AND id > 'r011'")
+    stale = search(conn, "texte", collections=["kb"], conditions=[Condition("cls", "eq", ("a",))],
+                   query_vector=Q, config=config)
+    sem = stale.arms["semantic"]
+    assert sem.estimated is not None and sem.estimated > 44, "the statistics should still be stale here"
+    assert (sem.strategy, sem.passing, stale.underfilled) == ("exact", 3, False)
+    assert sorted(h.id for h in stale.hits) == ["r000", "r004", "r008"]
+
+
 def test_unfiltered_small_collection_is_scored_exactly_large_one_walked(conn) -> None:
     config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5)
     walked = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)  # 400 rows > 44
     assert walked.arms["semantic"].strategy == "hnsw"
-    exact = search(conn, "texte", collections=["kb"], query_vector=Q, config=config.with_(exact_cost_ratio=40.0))
+    exact = search(conn, "texte", collections=["kb"], query_vector=Q, config=config.with_(exact_cost_ratio=10.0))
     assert exact.arms["semantic"].strategy == "exact" and exact.arms["semantic"].passing == ROWS
     assert [h.id for h in exact.hits] == [i for i, _ in _exact(conn, 10)]

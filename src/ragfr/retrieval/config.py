@@ -30,7 +30,7 @@ class SearchConfig:
     # from the graph's size; a number pins it (tests use that to force one strategy).
     exact_threshold: int | None = None
     # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured, docs/benchmarks.md).
-    exact_cost_ratio: float = 40.0
+    exact_cost_ratio: float = 10.0
     # Cosine similarity below which a semantic candidate is noise; None keeps all.
     similarity_floor: float | None = None
     rerank: bool = True

@@ -109,11 +109,41 @@ class Filters:
         return sql.SQL(" AND ").join(parts), params
 
 
+    def estimable(self, alias: str = "d") -> tuple[sql.Composed, list[Any]] | None:
+        """The part of the predicate the planner can estimate well, for a row-count ESTIMATE only (never to
+        select rows): collections, model and the containment tests of equality conditions, whose
+        selectivity comes from the GIN index's statistics. None when a condition has no such test (ranges,
+        array/object values): the planner would guess a constant for it."""
+        col = sql.Identifier(alias)
+        parts: list[sql.Composable] = [sql.SQL("{}.collection_name = ANY(%s)").format(col)]
+        params: list[Any] = [list(self.collections)]
+        if self.embedding_model is not None:
+            parts.append(sql.SQL("{}.embedding_model = %s").format(col))
+            params.append(self.embedding_model)
+        for c in self.conditions:
+            if c.op not in ("eq", "in"):
+                return None
+            tests, iparams = _containment_tests(col, c)
+            if tests is None:
+                return None
+            parts.append(tests)
+            params += iparams
+        return sql.SQL(" AND ").join(parts), params
+
+
 def _containment(col: sql.Identifier, c: Condition) -> tuple[sql.Composable, list[Any]]:
     """`(vmetadata @> ... OR ...) AND ` covering every value of an eq/in condition, or nothing when a value
     could be an array's or object's text (only the `->>` test can match those)."""
-    if any(v.lstrip().startswith(("[", "{")) for v in c.values):
+    tests, documents = _containment_tests(col, c)
+    if tests is None:
         return sql.SQL(""), []
+    return sql.SQL("{} AND ").format(tests), documents
+
+
+def _containment_tests(col: sql.Identifier, c: Condition) -> tuple[sql.Composable | None, list[Any]]:
+    """`(vmetadata @> ... OR ...)`, or None (see _containment)."""
+    if any(v.lstrip().startswith(("[", "{")) for v in c.values):
+        return None, []
     # Whole documents as parameters, not jsonb_build_object(): the planner then sees each value and prices
     # the GIN scans by it (with a function call it assumes a scan of the whole index per OR branch).
     key = json.dumps(c.key, ensure_ascii=False)
@@ -123,7 +153,7 @@ def _containment(col: sql.Identifier, c: Condition) -> tuple[sql.Composable, lis
         if _JSON_SCALAR.fullmatch(v):
             documents.append("{" + key + ": " + v + "}")  # the literal is valid JSON as it stands
     tests = sql.SQL(" OR ").join([sql.SQL("{}.vmetadata @> %s::jsonb").format(col)] * len(documents))
-    return sql.SQL("({}) AND ").format(tests), documents
+    return sql.SQL("({})").format(tests), documents
 
 
 _COMPARISONS: dict[str, FilterOp] = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}

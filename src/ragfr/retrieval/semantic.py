@@ -19,6 +19,7 @@ are float32 cosines, as with the full-precision index, and ties are broken by id
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,37 +96,32 @@ def nearest(
     which sets the share of the walk a filter wastes (default: `searched`)."""
     depth = config.semantic_depth
     report = ArmReport("semantic", depth, searched=searched)
-    predicate, pparams = filters.predicate("d")
     literal = vector_literal(vector)
     threshold = threshold_for(config, searched if indexed is None else indexed)
     report.threshold = threshold
     rows: list[Any] = []
-    # The collections alone hold more rows than the threshold: no count needed (rows without a vector
-    # count too, so a collection of mostly unembedded rows could report an underfill that is really a shortage).
+    # With metadata conditions the planner's estimate of the passing rows decides first, for the price of
+    # planning one statement: counting them means reading each one (random heap reads, as costly as a walk
+    # near the threshold). Without conditions the collections' row count decides, with no scan at all
+    # (rows without a vector count too, so a collection of mostly unembedded rows could report an underfill
+    # that is really a shortage).
+    if filters.conditions:
+        report.estimated = _estimate(conn, filters)
+        count_first = report.estimated is None or report.estimated <= threshold
+    else:
+        count_first = searched <= threshold
     small = False
-    if filters.conditions or searched <= threshold:
-        counted = conn.execute(
-            sql.SQL(_EXACT).format(predicate=predicate), [*pparams, threshold + 1, literal, threshold, depth]
-        ).fetchall()
-        passing = int(counted[0][0])
-        small = passing <= threshold
-        if small:
-            report.strategy, report.passing = "exact", passing
-            rows = [(r[1], r[2]) for r in counted if r[1] is not None]
+    if count_first:
+        small, rows = _exact(conn, filters, literal, threshold, depth, report)
     if not small:
         report.strategy = "hnsw"
-        order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, len(vector))
-        # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
-        # reading every passing row and sorting them (62-68 ms vs 10 ms at 10k chunks, docs/benchmarks.md).
-        # Not prepared, so no cached plan outlives this setting.
-        previous = conn.execute(
-            "SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)"
-        ).fetchone()
-        rows = conn.execute(
-            sql.SQL(_HNSW).format(predicate=predicate, order=order), [literal, *pparams, literal, depth],
-            prepare=False,
-        ).fetchall()
-        conn.execute("SELECT set_config('enable_sort', %s, true)", (previous[0] if previous else "on",))
+        rows = _walk(conn, filters, vector, literal, precision, depth)
+        if len(rows) < depth and not count_first:
+            # The estimate said many rows pass, yet the walk came back short: fewer may pass than it
+            # thought. Count and score them before calling anything an underfill.
+            small, exact_rows = _exact(conn, filters, literal, threshold, depth, report)
+            if small:
+                rows = exact_rows
     # Full-precision distance order; ids break exact ties so equal distances always list alike.
     rows.sort(key=lambda r: (r[1], r[0]))
     candidates = [SemanticCandidate(r[0], 1.0 - float(r[1])) for r in rows]
@@ -143,3 +139,51 @@ def nearest(
             f"{threshold} rows pass the filters"
         )
     return candidates, report
+
+
+def _estimate(conn: psycopg.Connection[Any], filters: Filters) -> int | None:
+    """The planner's estimate of the rows passing `filters`, or None when it could only guess."""
+    estimable = filters.estimable("d")
+    if estimable is None:
+        return None
+    predicate, params = estimable
+    row = conn.execute(
+        sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM document_chunk d WHERE {}").format(predicate), params,
+        prepare=False,
+    ).fetchone()
+    assert row is not None
+    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def _exact(
+    conn: psycopg.Connection[Any], filters: Filters, literal: str, threshold: int, depth: int, report: ArmReport
+) -> tuple[bool, list[Any]]:
+    """Count the passing rows (up to threshold + 1) and, if at most threshold pass, score them all:
+    (scored, rows). Records the strategy and count in `report` when it scores."""
+    predicate, pparams = filters.predicate("d")
+    counted = conn.execute(
+        sql.SQL(_EXACT).format(predicate=predicate), [*pparams, threshold + 1, literal, threshold, depth]
+    ).fetchall()
+    passing = int(counted[0][0])
+    if passing > threshold:
+        return False, []
+    report.strategy, report.passing = "exact", passing
+    return True, [(r[1], r[2]) for r in counted if r[1] is not None]
+
+
+def _walk(
+    conn: psycopg.Connection[Any], filters: Filters, vector: list[float], literal: str, precision: Precision,
+    depth: int,
+) -> list[Any]:
+    predicate, pparams = filters.predicate("d")
+    order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, len(vector))
+    # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
+    # reading every passing row and sorting them (62-68 ms vs 10 ms at 10k chunks, docs/benchmarks.md).
+    # Not prepared, so no cached plan outlives this setting.
+    previous = conn.execute("SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)").fetchone()
+    rows = conn.execute(
+        sql.SQL(_HNSW).format(predicate=predicate, order=order), [literal, *pparams, literal, depth], prepare=False
+    ).fetchall()
+    conn.execute("SELECT set_config('enable_sort', %s, true)", (previous[0] if previous else "on",))
+    return rows

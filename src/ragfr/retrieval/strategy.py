@@ -10,10 +10,14 @@ c_visit the cost of one visited candidate and c_exact that of one exactly scored
 
 Exact is the cheaper one exactly when n <= max(r * ef_search, sqrt(r * depth * N)), r = c_visit / c_exact
 (the first term covers n large enough that the walk is no longer than an unfiltered one; the second the
-selective filters, where the walk grows as the filter narrows). r was measured at 100k chunks (1024 dims):
-docs/benchmarks.md, "Filtered search: the cost rule". At the defaults (r 40, ef_search 100, depth 50)
-the threshold is 4,000 rows for up to 8k indexed rows, 14,142 at 100k and 44,721 at 1M: a 10 % filter
-is scored exactly at 100k, a 1 % filter at 1M too.
+selective filters, where the walk grows as the filter narrows).
+
+r was measured at 100k chunks of 1024 dims on the half-precision index (docs/benchmarks.md, "Filtered
+search: the cost rule"): an exactly scored row costs about 6 us (its heap row found through the metadata
+GIN index, its vector read from TOAST: random reads), a visited candidate of the walk 60-75 us (7.5 ms
+for an unfiltered walk of ef_search 100, 31 ms for the 500 candidates a 10 % filter needs), so r = 10.
+At the defaults (ef_search 100, depth 50) the threshold is 1,000 rows up to 2,000 indexed rows, 7,071 at
+100k and 22,360 at 1M: at 100k a 1 % filter is scored exactly and a 10 % filter walks the graph.
 
 The vector arm counts the passing rows, capped at the threshold + 1, in the same statement that scores
 them, so the count costs nothing more when exact wins and at most threshold cheap row reads when not.

@@ -33,6 +33,7 @@ class ArmReport:
     strategy: str = ""  # "bm25" or "ts_rank_cd"; "hnsw" or "exact" (filter first, then score every passing row)
     passing: int | None = None  # rows passing the hard filters, when counted (bounded by the exact threshold)
     threshold: int | None = None  # vector arm: most passing rows scored exactly (the cost rule's choice)
+    estimated: int | None = None  # vector arm: the planner's estimate of the passing rows, when it made one
     searched: int | None = None  # rows in the searched collections
     underfilled: bool = False
     reason: str | None = None

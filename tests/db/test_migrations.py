@@ -86,7 +86,7 @@ def test_ten_percent_filter_needs_the_iterative_scan_settings(migrated_db) -> No
         with conn.transaction():
             settings = apply_settings(conn, SearchConfig())
             on = conn.execute(q, (literal(query_direction()),)).fetchall()
-        assert settings["iterative_scan"] == "strict_order"
+        assert settings["iterative_scan"] == "relaxed_order"
         assert len(on) == 10
         assert len(off) < 10, f"iterative_scan=off returned {len(off)} rows; the control should come back short"
 

@@ -75,7 +75,7 @@ def test_existing_float32_index_is_rebuilt_in_place_with_the_rows(empty_db, tmp_
         insert(conn, [(f"r{i:03d}", at_cosine(rng.uniform(-1, 1), rng), "c", "texte", {}) for i in range(300)])
         assert not _uses_index(conn, HALF_KNN.format(d=1024))
     report = migrate(empty_db)
-    assert report.applied[0] == "0011_halfvec_hnsw_index.sql"
+    assert report.applied[0] == "0011_halfvec_hnsw_index.sql" and report.index_rebuilt
     with psycopg.connect(empty_db, autocommit=True) as conn:
         definition, after = _index(conn)
         assert HALF.format(d=1024) in definition and after != before
@@ -99,3 +99,25 @@ def test_existing_database_can_keep_its_float32_index_untouched(empty_db, tmp_pa
     with psycopg.connect(empty_db, autocommit=True) as conn:
         definition, after = _index(conn)
     assert FULL in definition and after == before  # same relation: not rebuilt
+
+
+def test_precision_can_be_changed_back_later(empty_db) -> None:
+    migrate(empty_db, 1024)
+    assert not migrate(empty_db).index_rebuilt  # idempotent
+    report = migrate(empty_db, vector_index="vector")
+    assert report.applied == [] and report.index_rebuilt
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert FULL in _index(conn)[0]
+        assert conn.execute("SELECT to_regclass('idx_document_chunk_vector_build')").fetchone() == (None,)
+
+
+def test_no_rebuild_while_an_embedding_migration_is_open(empty_db) -> None:
+    migrate(empty_db, 1024, vector_index="vector")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("INSERT INTO ragfr_embedding_migration (from_model, from_dims, to_model, to_dims, phase)"
+                     " VALUES ('a', 1024, 'b', 384, 'backfill')")
+    said: list[str] = []
+    assert not migrate(empty_db, say=said.append).index_rebuilt
+    assert any("embedding migration #1 is open" in m for m in said), said
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert FULL in _index(conn)[0]

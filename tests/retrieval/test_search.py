@@ -276,7 +276,7 @@ def test_filters_restrict_both_arms(kb, e5) -> None:
 def test_settings_are_returned_with_every_result(kb, e5) -> None:
     _, conn = kb
     s = search(conn, "vol", collections=["contrat"], embedder=e5, config=NO_RERANK.with_(ef_search=77)).settings
-    assert (s["ef_search"], s["iterative_scan"], s["rrf_k"], s["embedding_model"]) == (77, "strict_order", 60, E5)
+    assert (s["ef_search"], s["iterative_scan"], s["rrf_k"], s["embedding_model"]) == (77, "relaxed_order", 60, E5)
     # SET LOCAL: nothing leaks into the session afterwards.
     assert conn.execute("SELECT current_setting('hnsw.ef_search')").fetchone() == ("40",)
 

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import psycopg
 
+from ragfr.db import vector_index_build
 from ragfr.db.connect import connect, redact
 from ragfr.db.locks import advisory_holders, any_relation_holders
 from ragfr.embed.spec import parse_spec
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
-from ragfr.retrieval.vector_index import PRECISIONS
+from ragfr.retrieval.vector_index import PRECISIONS, precision_of
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ RUNBOOK = "docs/runbooks/embedding-migration.md"
 # pg_advisory_lock key shared by every `ragfr migrate` on a database ("ragfr" in ASCII, as an int).
 LOCK_KEY = 0x7261_6766_72
 NO_TRANSACTION_MARK = "-- ragfr:no-transaction"
+VECTOR_INDEX_VERSION = 11  # from this migration on, `ragfr migrate` keeps the HNSW index's precision
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -59,6 +61,7 @@ class MigrateReport:
     app_role_tables: int = 0
     dims: int = DEFAULT_DIMS
     model: str = DEFAULT_MODEL
+    index_rebuilt: bool = False  # idx_document_chunk_vector was rebuilt in another precision
 
 
 def migrations_dir() -> Path:
@@ -117,6 +120,8 @@ def migrate(
         _take_migration_lock(conn, lock_wait_s, say)
         try:
             report = _migrate_locked(conn, migrations, dims, model, say, lock_timeout_s, vector_index or "halfvec")
+            if any(m.version == VECTOR_INDEX_VERSION for m in migrations):
+                report.index_rebuilt = vector_index_build.ensure(conn, precision_of(vector_index or "halfvec"), say)
             if app_role is not None:
                 from ragfr.db.approle import grant
 

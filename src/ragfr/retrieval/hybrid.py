@@ -2,7 +2,7 @@
 
     lexical arm (French BM25, ANY term) ─┐
                                           ├─ RRF (k=60, ties by id) ─ cross-encoder top 10 -> 3 ─ hits
-    vector arm (HNSW strict_order/exact) ─┘
+    vector arm (HNSW relaxed_order/exact) ─┘
 Hard filters (collections, metadata, the embedding model) are one predicate applied inside both arms.
 Everything the ranking depended on (settings, per-arm ranks and scores, shortfalls) comes back with it.
 Each arm is one single-threaded statement; given a second connection, the two run at the same time.

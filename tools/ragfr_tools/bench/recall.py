@@ -3,7 +3,7 @@
 Exact top 10: a sequential scan ordered by cosine distance (`enable_indexscan = off`), ties by id.
 Approximate, three ways for each ef_search:
 - ragfr's vector arm as it runs in production (`hybrid.search` with the lexical arm off: depth 50,
-  strict_order iterative scan, the hard-filter predicate), its first 10;
+  relaxed_order iterative scan, the hard-filter predicate), its first 10;
 - the same with the planner kept on the HNSW index (what-if `enable_sort = off`, see latency.FORCE_HNSW);
 - the bare index, `ORDER BY vector <=> q LIMIT 10` with iterative scan off and seq scans and sorts
   disabled (so the planner cannot answer exactly instead), which is what one HNSW lookup of 10 gives (and

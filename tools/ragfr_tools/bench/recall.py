@@ -5,7 +5,7 @@ Approximate, three ways for each ef_search:
 - ragfr's vector arm as it runs in production (`hybrid.search` with the lexical arm off: depth 50,
   relaxed_order iterative scan, the hard-filter predicate), its first 10;
 - the same with the planner kept on the HNSW index (what-if `enable_sort = off`, see latency.FORCE_HNSW);
-- the bare index, `ORDER BY vector <=> q LIMIT 10` with iterative scan off and seq scans and sorts
+- the bare index, `ORDER BY <index expression> <=> q LIMIT 10` with iterative scan off and seq scans and sorts
   disabled (so the planner cannot answer exactly instead), which is what one HNSW lookup of 10 gives (and
   what Open WebUI's vector arm asks, at ef_search 40).
 The planner may answer ragfr's arm statement WITHOUT the HNSW index (a sort over all rows is estimated
@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from tqdm import tqdm
 
-from ragfr.retrieval import hybrid
+from ragfr.retrieval import hybrid, vector_index
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.corpus import COLLECTION
 from ragfr_tools.bench.explain import explain_search
@@ -35,7 +36,13 @@ _EXACT = """
 SELECT id FROM document_chunk WHERE collection_name = %s
  ORDER BY vector <=> %s::vector, id LIMIT %s
 """
-_INDEX = "SELECT id FROM document_chunk WHERE collection_name = %s ORDER BY vector <=> %s::vector LIMIT %s"
+
+
+def _index_sql(precision: str, dims: int) -> sql.Composed:
+    """The bare walk through the live index's own expression (migration 0011: `vector::halfvec(N)`), or the
+    planner could only answer it by a sequential scan, i.e. exactly."""
+    order = vector_index.distance_to_query(sql.SQL("vector"), vector_index.precision_of(precision), dims)
+    return sql.SQL("SELECT id FROM document_chunk WHERE collection_name = %s ORDER BY {} LIMIT %s").format(order)
 
 
 def literal(vector: np.ndarray) -> str:
@@ -54,7 +61,9 @@ def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) ->
         # has prepared keeps its plan in PostgreSQL even after the planner settings change.
         clients = {(force, ef): stack.enter_context(psycopg.connect(dsn, autocommit=True))
                    for force in (False, True) for ef in ef_values}
-        index_used = _index_used(conn, queries)
+        row = conn.execute(vector_index.PRECISION_SQL, (vector_index.INDEX,)).fetchone()
+        bare = _index_sql(str(row[0]) if row else "vector", len(queries.vectors[0]))
+        index_used = _index_used(conn, queries, bare)
         for i in tqdm(range(len(queries)), desc="recall", unit="q", leave=False):
             vec = literal(queries.vectors[i])
             t = time.perf_counter()
@@ -80,7 +89,7 @@ def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) ->
                     conn.execute("SET LOCAL hnsw.iterative_scan = off")
                     conn.execute("SET LOCAL enable_seqscan = off")
                     conn.execute("SET LOCAL enable_sort = off")
-                    found = {r[0] for r in conn.execute(_INDEX, (COLLECTION, vec, k)).fetchall()}
+                    found = {r[0] for r in conn.execute(bare, (COLLECTION, vec, k)).fetchall()}
                 index[ef]["ms"].append((time.perf_counter() - t) * 1000)
                 index[ef]["recall"].append(len(truth & found) / k)
     return {
@@ -100,12 +109,12 @@ def _summary(values: dict[str, list[float]]) -> dict[str, Any]:
             "queries_below_0.9": int((recalls < 0.9).sum()), "latency_ms": summarize(values["ms"])}
 
 
-def _index_used(conn: psycopg.Connection[Any], queries: QuerySet) -> bool:
+def _index_used(conn: psycopg.Connection[Any], queries: QuerySet, bare: sql.Composed) -> bool:
     """The bare-index figures mean something only if the plan really walks the HNSW index."""
     with conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_sort = off")
-        plan = conn.execute("EXPLAIN " + _INDEX, (COLLECTION, literal(queries.vectors[0]), K)).fetchall()
+        plan = conn.execute(sql.SQL("EXPLAIN ") + bare, (COLLECTION, literal(queries.vectors[0]), K)).fetchall()
     return any("idx_document_chunk_vector" in str(r[0]) for r in plan)
 
 

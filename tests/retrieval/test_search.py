@@ -13,6 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from tests.support.geometry import insert
+from tests.support.lexidx import block_problems, indexed_postings, recounted_postings
 from tests.support.standins import tiny_cross_encoder
 
 from ragfr.analysis.french import analyze, query_terms
@@ -156,10 +157,8 @@ def test_bm25_statistics_stay_exact_under_stock_writes(migrated_db) -> None:
             recount_c = set(conn.execute(
                 "SELECT collection_name, count(*), sum(fts_len) FROM document_chunk GROUP BY 1").fetchall())
             assert coll == recount_c, f"collection stats drifted after {op}"
-            postings = set(conn.execute("SELECT collection_name, lexeme, chunk_id, tf, fts_len FROM ragfr_postings").fetchall())
-            recount_p = set(conn.execute(
-                "SELECT collection_name, u.lexeme, id, cardinality(u.positions), fts_len FROM document_chunk, unnest(fts) u").fetchall())
-            assert postings == recount_p, f"postings drifted after {op}"
+            assert indexed_postings(conn) == recounted_postings(conn), f"postings drifted after {op}"
+            assert block_problems(conn) == [], f"block index broken after {op}"
 
 
 def test_updates_that_keep_the_text_do_not_lock_the_bm25_statistics(migrated_db) -> None:
@@ -184,7 +183,7 @@ def test_updates_that_keep_the_text_do_not_lock_the_bm25_statistics(migrated_db)
         df = dict(writer.execute("SELECT lexeme, df FROM ragfr_term_stats").fetchall())
         assert df == {"sinistr": 1, "et": 1, "franchis": 1}  # stop words are dropped on the query side only
         assert writer.execute("SELECT n_docs, total_len FROM ragfr_collection_stats").fetchall() == [(1, 3)]
-        options = writer.execute("SELECT reloptions FROM pg_class WHERE relname = 'ragfr_postings'").fetchone()
+        options = writer.execute("SELECT reloptions FROM pg_class WHERE relname = 'ragfr_lex_blocks'").fetchone()
         assert options is not None and "autovacuum_vacuum_insert_scale_factor=0.01" in options[0]
 
 

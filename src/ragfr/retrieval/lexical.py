@@ -2,13 +2,13 @@
 
 Stock Open WebUI asks `plainto_tsquery('simple', q)`: every word of a natural question must occur, so
 questions match nothing. Here a chunk is a candidate when it holds at least one query lexeme (OR), and
-candidates are ranked by Okapi BM25 from the postings of the query's lexemes (term frequency and chunk
-length per (collection, lexeme, chunk), migrations/0006) and the per-collection statistics of
-migrations/0005, all kept exact by triggers. Candidates are scored first, then walked in score order
-through the hard-filter predicate (one primary-key probe each) until `depth` pass, so an unfiltered query
-touches `depth` chunks, not every match. With metadata conditions the filter runs first instead
-(_BM25_FILTER_FIRST, same scores). The arm is exact: it returns fewer than `depth` rows only when fewer
-match.
+candidates are ranked by Okapi BM25 with the per-collection statistics of migrations/0005, all kept exact
+by triggers. Without metadata conditions the postings come from the compact block index of
+migrations/0010 and ragfr.retrieval.blockmax stops early: it reads the blocks that can still reach the
+top `depth` and walks the best candidates through the hard-filter predicate (one primary-key probe each)
+until `depth` pass. With metadata conditions the filter runs first instead and the survivors are scored
+from their tsvectors (_BM25_FILTER_FIRST, same scores). The arm is exact: it returns fewer than `depth`
+rows only when fewer match.
 """
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
+from ragfr.retrieval import blockmax
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
 from ragfr.retrieval.types import ArmReport
@@ -38,22 +41,40 @@ WITH stats AS (
      GROUP BY q.lexeme, s.n
 """
 
-_BM25 = _STATS_AND_IDF + """), scored AS MATERIALIZED (
-    SELECT p.chunk_id,
-           sum(i.idf * (p.tf * (%s + 1)) / (p.tf + %s * (1 - %s + %s * p.fts_len / s.avgdl))) AS score
-      FROM idf i
-      JOIN ragfr_postings p ON p.lexeme = i.lexeme AND p.collection_name = ANY(%s)
-      CROSS JOIN stats s
-     GROUP BY p.chunk_id
-     ORDER BY score DESC, p.chunk_id
-)
-SELECT sc.chunk_id, sc.score
-  FROM scored sc
- -- A scalar subquery stays a per-row probe (never turned into a join over the whole table), so the walk
- -- stops as soon as LIMIT rows have passed the filters.
- WHERE coalesce((SELECT true FROM document_chunk d WHERE d.id = sc.chunk_id AND {predicate}), false)
+# Every block's bounds for the query's lexemes, read from the primary key (index-only), one row per
+# (lexeme, collection), with the arrays in binary (array_send) for numpy (parameters: collections,
+# lexemes, collections, collections).
+_BLOCKS = _STATS_AND_IDF + """)
+SELECT i.lexeme, i.idf, s.avgdl, b.collection_name,
+       array_send(array_agg(b.blk ORDER BY b.blk)), array_send(array_agg(b.lo ORDER BY b.blk)),
+       array_send(array_agg(b.hi ORDER BY b.blk)), array_send(array_agg(b.n::integer ORDER BY b.blk)),
+       array_send(array_agg(b.max_tf::integer ORDER BY b.blk)), array_send(array_agg(b.min_len ORDER BY b.blk))
+  FROM idf i
+  CROSS JOIN stats s
+  JOIN ragfr_lex_blocks b ON b.lexeme = i.lexeme AND b.collection_name = ANY(%s)
+ GROUP BY i.lexeme, i.idf, s.avgdl, b.collection_name
+"""
+
+# The postings of chosen blocks, concatenated per key in the same block order for the three arrays; the
+# 20-byte array_send header of each block is cut off (parameters: collections, lexemes, blks, key indexes).
+_POSTINGS = """
+SELECT k.i, string_agg(substring(array_send(b.docnos) from 21), ''::bytea ORDER BY b.blk),
+       string_agg(substring(array_send(b.tfs) from 21), ''::bytea ORDER BY b.blk),
+       string_agg(substring(array_send(b.lens) from 21), ''::bytea ORDER BY b.blk)
+  FROM unnest(%s::text[], %s::text[], %s::integer[], %s::integer[]) AS k(c, l, blk, i)
+  JOIN ragfr_lex_blocks b ON b.collection_name = k.c AND b.lexeme = k.l AND b.blk = k.blk
+ GROUP BY k.i
+"""
+
+# Candidates in rank order through the hard-filter predicate: score, then chunk id, as the arm ranks.
+_WALK = """
+SELECT m.chunk_id, c.score
+  FROM unnest(%s::integer[], %s::float8[]) AS c(docno, score)
+  JOIN ragfr_lex_docs m ON m.docno = c.docno
+ WHERE coalesce((SELECT true FROM document_chunk d WHERE d.id = m.chunk_id AND {predicate}), false)
+ ORDER BY c.score DESC, m.chunk_id
  LIMIT %s
-"""  # noqa: S608 - composed of constants; values are bound parameters
+"""
 
 
 # The same BM25, filter first: when metadata conditions restrict the rows, the GIN candidates are filtered
@@ -102,20 +123,99 @@ def bm25(
     if not terms:
         report.reason = "no significant query term (only stop words or punctuation)"
         return [], report
-    predicate, pparams = filters.predicate("d")
-    colls = list(filters.collections)
     if config.lexical_ranking == "ts_rank_cd":
+        predicate, pparams = filters.predicate("d")
         query = sql.SQL(_TS_RANK_CD).format(predicate=predicate)
-        params: list[object] = [terms, *pparams, config.lexical_depth]
+        rows = conn.execute(query, [terms, *pparams, config.lexical_depth]).fetchall()
+    elif filters.conditions:
+        report.strategy = "bm25-filter-first"
+        rows = bm25_filter_first(conn, terms, filters, config)
     else:
-        k1, b = config.bm25_k1, config.bm25_b
-        if filters.conditions:
-            report.strategy = "bm25-filter-first"
-            query = sql.SQL(_BM25_FILTER_FIRST).format(predicate=predicate)
-            params = [colls, terms, colls, terms, *pparams, k1, k1, b, b, config.lexical_depth]
-        else:
-            query = sql.SQL(_BM25).format(predicate=predicate)
-            params = [colls, terms, colls, k1, k1, b, b, colls, *pparams, config.lexical_depth]
-    rows = conn.execute(query, params).fetchall()
+        rows = _bm25_blocks(conn, terms, filters, config)
     report.returned = len(rows)
     return [LexicalCandidate(r[0], float(r[1])) for r in rows], report
+
+
+def bm25_filter_first(
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+) -> list[tuple[str, float]]:
+    """BM25 from the tsvectors of every chunk that matches and passes the filters: the plain definition,
+    without the block index (also the reference the block search is tested against)."""
+    predicate, pparams = filters.predicate("d")
+    colls = list(filters.collections)
+    k1, b = config.bm25_k1, config.bm25_b
+    query = sql.SQL(_BM25_FILTER_FIRST).format(predicate=predicate)
+    params = [colls, terms, colls, terms, *pparams, k1, k1, b, b, config.lexical_depth]
+    return [(r[0], float(r[1])) for r in conn.execute(query, params).fetchall()]
+
+
+def _int4s(data: bytes) -> npt.NDArray[np.int64]:
+    """Elements of an array_send'ed int4[] whose 20-byte header is cut off: length + value per element."""
+    return np.frombuffer(data, dtype=">i4").reshape(-1, 2)[:, 1].astype(np.int64)
+
+
+_INT2 = np.dtype([("len", ">i4"), ("value", ">i2")])
+
+
+def _bm25_blocks(
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig,
+    stats: dict[str, int] | None = None,
+) -> list[tuple[str, float]]:
+    colls = list(filters.collections)
+    k1, b, depth = config.bm25_k1, config.bm25_b, config.lexical_depth
+    rows = conn.execute(_BLOCKS, [colls, terms, colls, colls]).fetchall()
+    if not rows:
+        return []
+    avgdl = float(rows[0][2])
+    lexemes = sorted({r[0] for r in rows})
+    term_index = {lexeme: i for i, lexeme in enumerate(lexemes)}
+    idf = np.zeros(len(lexemes))
+    key_term: list[int] = []
+    key_coll: list[str] = []
+    key_lex: list[str] = []
+    parts: list[list[npt.NDArray[np.int64]]] = [[] for _ in range(6)]
+    keys: list[npt.NDArray[np.int64]] = []
+    for i, (lexeme, term_idf, _, coll, *arrays) in enumerate(rows):
+        idf[term_index[lexeme]] = float(term_idf)
+        key_term.append(term_index[lexeme])
+        key_coll.append(coll)
+        key_lex.append(lexeme)
+        decoded = [_int4s(bytes(a)[20:]) for a in arrays]  # one-dimensional, never empty
+        for j, values in enumerate(decoded):
+            parts[j].append(values)
+        keys.append(np.full(len(decoded[0]), i, dtype=np.int64))
+    blk, lo, hi, n, max_tf, min_len = (np.concatenate(p) for p in parts)
+    meta = blockmax.BlockMeta(np.concatenate(keys), blk, lo, hi, n, max_tf, min_len)
+    term_of_key = np.array(key_term, dtype=np.int64)
+
+    def fetch(mask: npt.NDArray[np.bool_]) -> list[blockmax.Postings]:
+        chosen = np.flatnonzero(mask)
+        key = meta.key[chosen]
+        found = conn.execute(_POSTINGS, [[key_coll[k] for k in key], [key_lex[k] for k in key],
+                                         meta.blk[chosen].tolist(), key.tolist()]).fetchall()
+        out = []
+        for k, docnos, tfs, lens in found:
+            tf = np.frombuffer(bytes(tfs), dtype=_INT2)["value"]
+            contrib = blockmax.term_score(idf[term_of_key[k]], tf, _int4s(bytes(lens)), k1, b, avgdl)
+            out.append(blockmax.Postings(_int4s(bytes(docnos)), contrib))
+        return out
+
+    predicate, pparams = filters.predicate("d")
+    walk_sql = sql.SQL(_WALK).format(predicate=predicate)
+
+    def walk(docnos: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[tuple[str, float]]:
+        order = np.argsort(-scores, kind="stable")
+        ranked = scores[order]
+        passed: list[tuple[str, float]] = []
+        start, batch = 0, depth
+        while start < len(order) and len(passed) < depth:
+            end = min(start + batch, len(order))
+            # never cut between equal scores: their order is the chunk id's, decided in SQL
+            end = int(np.searchsorted(-ranked, -ranked[end - 1], side="right"))
+            got = conn.execute(walk_sql, [docnos[order[start:end]].tolist(), ranked[start:end].tolist(),
+                                          *pparams, depth - len(passed)]).fetchall()
+            passed.extend((r[0], float(r[1])) for r in got)
+            start, batch = end, batch * 2
+        return passed
+
+    return blockmax.top(meta, idf, term_of_key, k1, b, avgdl, depth, fetch, walk, stats)

@@ -229,6 +229,27 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- Found by this migration's write tests: 0005's collection upsert sent a delta with more chunks but less
+-- total length (an Open WebUI upsert that moves short chunks in and shortens others, in one statement) to
+-- INSERT ... ON CONFLICT, whose CHECK (total_len >= 0) is tested on the proposed row before the conflict
+-- is: the statement failed. Only all-non-negative deltas are upserted now; mixed ones meet existing rows
+-- (they change chunks already counted there) and are plain updates.
+CREATE OR REPLACE FUNCTION ragfr_bm25_apply_collections(colls text[], ndocs bigint[], lens bigint[]) RETURNS void
+    LANGUAGE sql AS $$
+    SELECT 1 FROM ragfr_collection_stats s, unnest(colls) AS x(c)
+     WHERE s.collection_name = x.c ORDER BY s.collection_name FOR UPDATE OF s;
+    INSERT INTO ragfr_collection_stats AS s (collection_name, n_docs, total_len)
+    SELECT c, n, l FROM unnest(colls, ndocs, lens) AS x(c, n, l) WHERE n >= 0 AND l >= 0 AND (n > 0 OR l > 0)
+     ORDER BY c
+    ON CONFLICT (collection_name) DO UPDATE
+       SET n_docs = s.n_docs + EXCLUDED.n_docs, total_len = s.total_len + EXCLUDED.total_len;
+    UPDATE ragfr_collection_stats s SET n_docs = s.n_docs + x.n, total_len = s.total_len + x.l
+      FROM unnest(colls, ndocs, lens) AS x(c, n, l)
+     WHERE (x.n < 0 OR x.l < 0) AND s.collection_name = x.c;
+    DELETE FROM ragfr_collection_stats s USING unnest(colls) AS x(c)
+     WHERE s.collection_name = x.c AND s.n_docs = 0;
+$$;
+
 -- The row-per-posting table goes; its triggers first (they take the write lock on document_chunk that
 -- the build below then runs under, so no write slips between the build and the new triggers).
 DROP TRIGGER ragfr_postings_insert ON document_chunk;

@@ -28,16 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-# Terms with at most this many blocks (128 postings each) are read whole before anything else.
-FULL_TERM_BLOCKS = 8
-# Postings read in the first round, before theta is known.
-FIRST_ROUND_POSTINGS = 4096
+# First read: whole terms, by decreasing bound, up to this many postings (at least one term).
+FIRST_READ_POSTINGS = 8192
 # Bounds are inflated by this relative margin: a chunk's exact score is a float sum whose rounding could
 # otherwise exceed the float sum of its bounds by an ulp.
 _MARGIN = 1e-9
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def term_score(
@@ -53,7 +52,7 @@ def term_score(
 
 @dataclass
 class BlockMeta:
-    """Every block of the query's (collection, lexeme) keys: key index and the block's bounds."""
+    """Every block of the query's (collection, lexeme) keys, sorted by key then docno range."""
 
     key: IntArray
     blk: IntArray
@@ -66,148 +65,165 @@ class BlockMeta:
 
 @dataclass
 class Postings:
+    term: int
     docno: IntArray
     contrib: FloatArray
 
 
-@dataclass
-class Plan:
-    """What was read so far and what is known about the chunks in it."""
-
-    meta: BlockMeta
-    ub: FloatArray  # per block
-    full: npt.NDArray[np.bool_]  # per block: belongs to a term read whole
-    fetched: npt.NDArray[np.bool_]  # per block
-    edges: IntArray  # interval j is [edges[j], edges[j + 1]) of docnos, cut by the partial terms' blocks
-    lo_i: IntArray  # per block: first interval it covers (partial terms only; 0 for full ones)
-    hi_i: IntArray  # per block: one past its last interval
-    bound: FloatArray  # per interval: sum of the partial terms' block bounds covering it
-    parts: list[Postings] = field(default_factory=list)
-
-    @property
-    def intervals(self) -> int:
-        return max(len(self.edges) - 1, 0)
-
-
-Fetch = Callable[[npt.NDArray[np.bool_]], list[Postings]]
+Fetch = Callable[[BoolArray], list[Postings]]
 Walk = Callable[[IntArray, FloatArray], list[tuple[str, float]]]
 
 
-def plan(meta: BlockMeta, idf: FloatArray, term_of_key: IntArray, k1: float, b: float, avgdl: float) -> Plan:
-    """Block bounds, the split into rare (read whole) and common terms, and the common terms' intervals."""
-    term = term_of_key[meta.key]
-    ub = term_score(idf[term], meta.max_tf, meta.min_len, k1, b, avgdl) * (1 + _MARGIN)
-    blocks_per_term = np.bincount(term, minlength=len(idf))
-    full = blocks_per_term[term] <= FULL_TERM_BLOCKS
-    part = ~full
-    edges = np.unique(np.concatenate([meta.lo[part], meta.hi[part] + 1])).astype(np.int64)
-    lo_i = np.zeros(len(ub), dtype=np.int64)
-    hi_i = np.zeros(len(ub), dtype=np.int64)
-    lo_i[part] = np.searchsorted(edges, meta.lo[part])
-    hi_i[part] = np.searchsorted(edges, meta.hi[part] + 1)
-    n_int = max(len(edges) - 1, 0)
-    diff = np.zeros(n_int + 1)
-    np.add.at(diff, lo_i[part], ub[part])
-    np.add.at(diff, hi_i[part], -ub[part])
-    # A running sum of +/- bounds can end a hair above or below the true sum: pad by the largest sum.
-    bound = np.cumsum(diff)[:n_int]
-    bound = bound + _MARGIN * (float(ub[part].sum()) if part.any() else 0.0)
-    return Plan(meta, ub, full, np.zeros(len(ub), dtype=bool), edges, lo_i, hi_i, bound)
+@dataclass
+class _Search:
+    meta: BlockMeta
+    term: IntArray  # per block
+    ub: FloatArray  # per block: bound of any posting in it
+    term_ub: FloatArray  # per term: bound of its score in any chunk
+    key_slices: list[tuple[int, int, int]]  # (term, first block, one past last block) per key
+    fetch: Fetch
+    fetched: BoolArray = field(init=False)
+    whole: BoolArray = field(init=False)  # per term: every block read
+    parts: list[Postings] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.fetched = np.zeros(len(self.ub), dtype=bool)
+        self.whole = np.zeros(len(self.term_ub), dtype=bool)
 
-def _interval_of(p: Plan, docno: IntArray) -> IntArray:
-    """Interval index of each docno; -1 when no partial term's block covers it."""
-    j = np.searchsorted(p.edges, docno, side="right") - 1
-    j[(j < 0) | (j >= p.intervals)] = -1
-    return j
+    def read(self, want: BoolArray) -> None:
+        want = want & ~self.fetched
+        if want.any():
+            self.parts.extend(self.fetch(want))
+            self.fetched |= want
+        self.whole = np.bincount(self.term[~self.fetched], minlength=len(self.term_ub)) == 0
 
+    def read_terms(self, terms: BoolArray) -> None:
+        self.read(terms[self.term])
 
-def _incomplete(p: Plan) -> npt.NDArray[np.bool_]:
-    """Per interval: some partial-term block covering it is still unread."""
-    waiting = ~p.full & ~p.fetched
-    diff = np.zeros(p.intervals + 1, dtype=np.int64)
-    np.add.at(diff, p.lo_i[waiting], 1)
-    np.add.at(diff, p.hi_i[waiting], -1)
-    return np.cumsum(diff)[: p.intervals] > 0
+    def seen(self) -> tuple[IntArray, FloatArray]:
+        """Every chunk in a read posting, with the sum of its read term scores, added in term order (lexemes
+        sorted), as the tsvector scoring adds them (a tsvector's lexemes are sorted): the same float sum,
+        hence the same ties."""
+        if not self.parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        parts = sorted(self.parts, key=lambda x: x.term)
+        docno = np.concatenate([x.docno for x in parts])
+        docs, inverse = np.unique(docno, return_inverse=True)
+        score = np.bincount(inverse, weights=np.concatenate([x.contrib for x in parts]), minlength=len(docs))
+        return docs, score.astype(np.float64)
 
+    def pending(self, docs: IntArray) -> tuple[FloatArray, list[tuple[IntArray, IntArray]]]:
+        """Per chunk, the bound of what unread blocks could add, and (chunk positions, block) pairs of
+        those blocks. A chunk lies in at most one block per key (a key's blocks hold disjoint docno ranges);
+        a term's keys are its collections, and a chunk is in one of them: the term adds the max over keys."""
+        extra = np.zeros(len(docs))
+        per_term: dict[int, FloatArray] = {}
+        where: list[tuple[IntArray, IntArray]] = []
+        for t, first, last in self.key_slices:
+            if self.whole[t]:
+                continue
+            lo, hi = self.meta.lo[first:last], self.meta.hi[first:last]
+            j = np.searchsorted(lo, docs, side="right") - 1
+            inside = (j >= 0) & (docs <= hi[np.maximum(j, 0)])
+            block = first + j
+            open_ = inside & ~self.fetched[np.where(inside, block, 0)]
+            if not open_.any():
+                continue
+            bound = np.where(open_, self.ub[np.where(open_, block, 0)], 0.0)
+            per_term[t] = np.maximum(per_term[t], bound) if t in per_term else bound
+            rows = np.flatnonzero(open_)
+            where.append((rows, block[rows]))
+        for bound in per_term.values():
+            extra += bound
+        return extra, where
 
-def _blocks_over(p: Plan, chosen: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-    """Partial-term blocks covering at least one chosen interval."""
-    cnt = np.concatenate([[0], np.cumsum(chosen)])
-    return ~p.full & ((cnt[p.hi_i] - cnt[p.lo_i]) > 0)
-
-
-def _read(p: Plan, want: npt.NDArray[np.bool_], fetch: Fetch) -> None:
-    want = want & ~p.fetched
-    if want.any():
-        p.parts.extend(fetch(want))
-        p.fetched |= want
-
-
-def _exact(p: Plan) -> tuple[IntArray, FloatArray, IntArray, FloatArray]:
-    """(docnos, scores) of every chunk whose score is fully known, and (interval, partial score) of the
-    others (their read postings only)."""
-    if not p.parts:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, np.zeros(0), empty, np.zeros(0)
-    docno = np.concatenate([x.docno for x in p.parts])
-    contrib = np.concatenate([x.contrib for x in p.parts])
-    docs: IntArray
-    docs, inverse = np.unique(docno, return_inverse=True)
-    score: FloatArray = np.bincount(inverse, weights=contrib, minlength=len(docs)).astype(np.float64)
-    interval = _interval_of(p, docs)
-    open_ = np.append(_incomplete(p), False)  # index -1 (no partial block covers it): never open
-    done = ~open_[interval]
-    return docs[done], score[done], interval[~done], score[~done]
+    def blocks_for(self, rows: BoolArray, where: list[tuple[IntArray, IntArray]]) -> BoolArray:
+        want = np.zeros(len(self.ub), dtype=bool)
+        for positions, blocks in where:
+            want[blocks[rows[positions]]] = True
+        return want
 
 
 def top(meta: BlockMeta, idf: FloatArray, term_of_key: IntArray, k1: float, b: float, avgdl: float,
-        depth: int, fetch: Fetch, walk: Walk, stats: dict[str, int] | None = None) -> list[tuple[str, float]]:
-    """The `depth` best chunks that pass the hard filters, best first, ties by chunk id.
+        depth: int, fetch: Fetch, walk: Walk, stats: dict[str, int] | None = None,
+        verified: bool = False) -> list[tuple[str, float]]:
+    """The `depth` best chunks that pass the hard filters, best first, ties by chunk id (MaxScore over
+    block bounds; see the module docstring).
 
-    `fetch(mask)` reads the postings of the masked blocks (term contributions computed);
+    `fetch(mask)` reads the postings of the masked blocks (term scores computed);
     `walk(docnos, scores)` returns the passing chunks among those candidates, in rank order, at most `depth`.
+    theta is first taken from the best exact scores without asking the filters (one round trip less:
+    without metadata conditions nearly every chunk passes). If fewer than `depth` of the chunks scoring
+    theta or more pass, the search runs again with theta from passing chunks only (`verified`).
     """
-    p = plan(meta, idf, term_of_key, k1, b, avgdl)
-    _read(p, p.full, fetch)  # rare terms, whole
-    if p.intervals:
-        _, _, open_interval, open_partial = _exact(p)
-        # Rare-term scores of chunks not yet complete raise their interval's priority.
-        boost = np.zeros(p.intervals)
-        np.maximum.at(boost, open_interval, open_partial)
-        priority = p.bound + boost
-        order = np.argsort(-priority, kind="stable")
-        # First round: the longest prefix of intervals, by priority, whose blocks fit the budget.
-        lo, hi = 1, p.intervals
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            chosen = np.zeros(p.intervals, dtype=bool)
-            chosen[order[:mid]] = True
-            need = _blocks_over(p, chosen) & ~p.fetched
-            if int(p.meta.n[need].sum()) <= FIRST_ROUND_POSTINGS:
-                lo = mid
-            else:
-                hi = mid - 1
-        chosen = np.zeros(p.intervals, dtype=bool)
-        chosen[order[:lo]] = True
-        _read(p, _blocks_over(p, chosen), fetch)
-    docs, scores, _, _ = _exact(p)
-    passed = walk(docs, scores)
-    theta = passed[-1][1] if len(passed) >= depth else -np.inf
-    if p.intervals:
-        _, _, open_interval, open_partial = _exact(p)
-        boost = np.zeros(p.intervals)
-        np.maximum.at(boost, open_interval, open_partial)
-        # Intervals that may still hold a chunk scoring theta or more; all of them when theta is unknown.
-        needed = _incomplete(p) & (p.bound + boost >= theta)
-        if needed.any():
-            _read(p, _blocks_over(p, needed), fetch)
-            docs, scores, _, _ = _exact(p)
-            keep = scores >= theta
-            passed = walk(docs[keep], scores[keep])
+    term = term_of_key[meta.key]
+    ub = term_score(idf[term], meta.max_tf, meta.min_len, k1, b, avgdl) * (1 + _MARGIN)
+    term_ub = np.zeros(len(idf))
+    np.maximum.at(term_ub, term, ub)
+    bounds = np.flatnonzero(np.diff(meta.key)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(meta.key)]])
+    key_slices = [(int(term[s]), int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
+    search = _Search(meta, term, ub, term_ub, key_slices, fetch)
+    cost = np.bincount(term, weights=meta.n, minlength=len(idf))
+    by_bound = np.argsort(-term_ub, kind="stable")
+
+    # 1. The terms with the highest bounds, whole, within a budget: the chunks that can score most.
+    first = np.zeros(len(idf), dtype=bool)
+    first[by_bound[0]] = True
+    first[by_bound[np.cumsum(cost[by_bound]) <= FIRST_READ_POSTINGS]] = True
+    search.read_terms(first)
+    docs, score = search.seen()
+    extra, where = search.pending(docs)
+    while True:
+        # 2. Exact scores for the `depth` most promising chunks seen (their blocks of the other terms), then
+        #    theta: the depth-th best exact score that passes the filters (-inf while fewer pass).
+        best = np.zeros(len(docs), dtype=bool)
+        best[np.argsort(-(score + extra), kind="stable")[:depth]] = True
+        if (best & (extra > 0)).any():
+            search.read(search.blocks_for(best & (extra > 0), where))
+            docs, score = search.seen()
+            extra, where = search.pending(docs)
+        exact = extra == 0
+        if verified:
+            passed = walk(docs[exact], score[exact])
+            theta = passed[-1][1] if len(passed) >= depth else -np.inf
+        else:
+            known = score[exact]
+            cut = len(known) - depth
+            theta = float(np.partition(known, cut)[cut]) if cut >= 0 else -np.inf
+        # 3. MaxScore: a chunk holding none of the terms read whole scores at most the sum of the other
+        #    terms' bounds. Terms outside the longest prefix (by increasing bound) whose sum stays below
+        #    theta are essential: read them whole. While theta is unknown, one more term, and again.
+        unread = np.flatnonzero(~search.whole)
+        unread = unread[np.argsort(term_ub[unread], kind="stable")]
+        essential = np.zeros(len(idf), dtype=bool)
+        essential[unread[~(np.cumsum(term_ub[unread]) < theta)]] = True
+        if not essential.any():
+            break
+        if theta == -np.inf:
+            search.read_terms(np.arange(len(idf)) == unread[-1])
+            docs, score = search.seen()
+            extra, where = search.pending(docs)
+            continue
+        search.read_terms(essential)
+        docs, score = search.seen()
+        extra, where = search.pending(docs)
+        break
+    # 4. Every chunk that may still reach theta gets its remaining blocks read; then all are exact.
+    maybe = (extra > 0) & (score + extra >= theta)
+    if maybe.any():
+        search.read(search.blocks_for(maybe, where))
+        docs, score = search.seen()
+        extra, _ = search.pending(docs)
+    final = (extra == 0) & (score >= theta)
+    passed = walk(docs[final], score[final])
+    if len(passed) < depth and theta > -np.inf and not verified:
+        # some of the best chunks fail the filters: theta must come from passing ones
+        return top(meta, idf, term_of_key, k1, b, avgdl, depth, fetch, walk, stats, verified=True)
     if stats is not None:
-        stats["blocks"] = len(p.ub)
-        stats["blocks_read"] = int(p.fetched.sum())
-        stats["postings"] = int(p.meta.n.sum())
-        stats["postings_read"] = int(p.meta.n[p.fetched].sum())
+        stats["blocks"] = len(ub)
+        stats["blocks_read"] = int(search.fetched.sum())
+        stats["postings"] = int(meta.n.sum())
+        stats["postings_read"] = int(meta.n[search.fetched].sum())
     return passed

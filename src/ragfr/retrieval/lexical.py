@@ -55,15 +55,12 @@ SELECT i.lexeme, i.idf, s.avgdl, b.collection_name,
  GROUP BY i.lexeme, i.idf, s.avgdl, b.collection_name
 """
 
-# The postings of chosen blocks, concatenated per key in the same block order for the three arrays; the
-# 20-byte array_send header of each block is cut off (parameters: collections, lexemes, blks, key indexes).
+# The postings of chosen blocks, one row per block, arrays in binary (parameters: collections, lexemes,
+# blks, key indexes). Rows, not an aggregate: concatenating in SQL cost more than it saved.
 _POSTINGS = """
-SELECT k.i, string_agg(substring(array_send(b.docnos) from 21), ''::bytea ORDER BY b.blk),
-       string_agg(substring(array_send(b.tfs) from 21), ''::bytea ORDER BY b.blk),
-       string_agg(substring(array_send(b.lens) from 21), ''::bytea ORDER BY b.blk)
+SELECT k.i, array_send(b.docnos), array_send(b.tfs), array_send(b.lens)
   FROM unnest(%s::text[], %s::text[], %s::integer[], %s::integer[]) AS k(c, l, blk, i)
   JOIN ragfr_lex_blocks b ON b.collection_name = k.c AND b.lexeme = k.l AND b.blk = k.blk
- GROUP BY k.i
 """
 
 # Candidates in rank order through the hard-filter predicate: score, then chunk id, as the arm ranks.
@@ -163,11 +160,12 @@ def _bm25_blocks(
 ) -> list[tuple[str, float]]:
     colls = list(filters.collections)
     k1, b, depth = config.bm25_k1, config.bm25_b, config.lexical_depth
-    rows = conn.execute(_BLOCKS, [colls, terms, colls, colls]).fetchall()
+    # binary: bytea arrives as is, not hex-encoded
+    rows = conn.execute(_BLOCKS, [colls, terms, colls, colls], binary=True).fetchall()
     if not rows:
         return []
     avgdl = float(rows[0][2])
-    lexemes = sorted({r[0] for r in rows})
+    lexemes = sorted({r[0] for r in rows})  # term order = summation order (blockmax._exact)
     term_index = {lexeme: i for i, lexeme in enumerate(lexemes)}
     idf = np.zeros(len(lexemes))
     key_term: list[int] = []
@@ -180,7 +178,7 @@ def _bm25_blocks(
         key_term.append(term_index[lexeme])
         key_coll.append(coll)
         key_lex.append(lexeme)
-        decoded = [_int4s(bytes(a)[20:]) for a in arrays]  # one-dimensional, never empty
+        decoded = [_int4s(a[20:]) for a in arrays]  # one-dimensional, never empty
         for j, values in enumerate(decoded):
             parts[j].append(values)
         keys.append(np.full(len(decoded[0]), i, dtype=np.int64))
@@ -192,12 +190,16 @@ def _bm25_blocks(
         chosen = np.flatnonzero(mask)
         key = meta.key[chosen]
         found = conn.execute(_POSTINGS, [[key_coll[k] for k in key], [key_lex[k] for k in key],
-                                         meta.blk[chosen].tolist(), key.tolist()]).fetchall()
+                                         meta.blk[chosen].tolist(), key.tolist()], binary=True).fetchall()
+        per_key: dict[int, list[tuple[bytes, bytes, bytes]]] = {}
+        for k, docnos, tfs, lens in found:  # 20-byte array_send headers off, blocks of a key joined
+            per_key.setdefault(k, []).append((docnos[20:], tfs[20:], lens[20:]))
         out = []
-        for k, docnos, tfs, lens in found:
-            tf = np.frombuffer(bytes(tfs), dtype=_INT2)["value"]
-            contrib = blockmax.term_score(idf[term_of_key[k]], tf, _int4s(bytes(lens)), k1, b, avgdl)
-            out.append(blockmax.Postings(_int4s(bytes(docnos)), contrib))
+        for k, blocks in per_key.items():
+            tf = np.frombuffer(b"".join(x[1] for x in blocks), dtype=_INT2)["value"]
+            contrib = blockmax.term_score(idf[term_of_key[k]], tf, _int4s(b"".join(x[2] for x in blocks)),
+                                          k1, b, avgdl)
+            out.append(blockmax.Postings(int(term_of_key[k]), _int4s(b"".join(x[0] for x in blocks)), contrib))
         return out
 
     predicate, pparams = filters.predicate("d")
@@ -213,7 +215,7 @@ def _bm25_blocks(
             # never cut between equal scores: their order is the chunk id's, decided in SQL
             end = int(np.searchsorted(-ranked, -ranked[end - 1], side="right"))
             got = conn.execute(walk_sql, [docnos[order[start:end]].tolist(), ranked[start:end].tolist(),
-                                          *pparams, depth - len(passed)]).fetchall()
+                                          *pparams, depth - len(passed)], binary=True).fetchall()
             passed.extend((r[0], float(r[1])) for r in got)
             start, batch = end, batch * 2
         return passed

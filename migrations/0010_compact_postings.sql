@@ -177,12 +177,59 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- One writer of analysed text at a time. Each trigger locks its statistics keys in key order, but an
+-- Open WebUI upsert (INSERT ... ON CONFLICT DO UPDATE) runs two statement triggers, insert then update,
+-- each with its own ordered pass: two such upserts deadlocked in tests/retrieval/test_lexical_blocks.py
+-- (and could before this migration). A transaction-level advisory lock taken before any statistics row
+-- makes the order global. Statements that change no analysed text (vector or metadata edits, embedding
+-- backfills) do not take it. Text writes to different collections now queue too; they are short (the
+-- embedding happens before the write).
+CREATE FUNCTION ragfr_bm25_writer_lock() RETURNS void LANGUAGE sql AS $$
+    SELECT pg_advisory_xact_lock(1919510118, 10);  -- ("ragf", migration 10); two-key space: never a one-key lock
+$$;
+
+CREATE OR REPLACE FUNCTION ragfr_bm25_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM new_rows) THEN
+        PERFORM ragfr_bm25_writer_lock();
+    END IF;
+    PERFORM ragfr_bm25_apply_terms(array_agg(c), array_agg(l), array_agg(d))
+       FROM (SELECT r.collection_name AS c, u.lexeme AS l, count(*) AS d
+               FROM new_rows r, unnest(r.fts) u GROUP BY 1, 2) x;
+    PERFORM ragfr_bm25_apply_collections(array_agg(c), array_agg(n), array_agg(l))
+       FROM (SELECT collection_name AS c, count(*) AS n, sum(coalesce(fts_len, 0))::bigint AS l
+               FROM new_rows GROUP BY 1) x;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION ragfr_bm25_after_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM old_rows) THEN
+        PERFORM ragfr_bm25_writer_lock();
+    END IF;
+    PERFORM ragfr_bm25_apply_terms(array_agg(c), array_agg(l), array_agg(-d))
+       FROM (SELECT r.collection_name AS c, u.lexeme AS l, count(*) AS d
+               FROM old_rows r, unnest(r.fts) u GROUP BY 1, 2) x;
+    PERFORM ragfr_bm25_apply_collections(array_agg(c), array_agg(-n), array_agg(-l))
+       FROM (SELECT collection_name AS c, count(*) AS n, sum(coalesce(fts_len, 0))::bigint AS l
+               FROM old_rows GROUP BY 1) x;
+    RETURN NULL;
+END $$;
+
 -- 0007's update trigger locked only the statistics rows whose df changes. A text edit that keeps a lexeme
 -- (df unchanged) still rewrites that key's blocks (new docno, new length), so the key must be held too:
 -- every existing key of every changed row, old and new text, in key order, in one pass. Rows whose text
 -- did not change still lock nothing.
 CREATE OR REPLACE FUNCTION ragfr_bm25_after_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF EXISTS (SELECT 1 FROM old_rows o WHERE NOT EXISTS (
+                   SELECT 1 FROM new_rows n WHERE o.id = n.id AND o.collection_name = n.collection_name
+                      AND o.fts IS NOT DISTINCT FROM n.fts))
+       OR EXISTS (SELECT 1 FROM new_rows n WHERE NOT EXISTS (
+                   SELECT 1 FROM old_rows o WHERE o.id = n.id AND o.collection_name = n.collection_name
+                      AND o.fts IS NOT DISTINCT FROM n.fts)) THEN
+        PERFORM ragfr_bm25_writer_lock();
+    END IF;
     PERFORM 1 FROM ragfr_term_stats t
       WHERE (t.collection_name, t.lexeme) IN (
             SELECT r.collection_name, u.lexeme

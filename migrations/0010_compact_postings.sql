@@ -71,11 +71,12 @@ CREATE FUNCTION ragfr_lex_add(colls text[], lexemes text[], docnos integer[], tf
         SELECT c, l, d, tf::smallint AS tf, len,
                (row_number() OVER (PARTITION BY c, l ORDER BY d) - 1)::integer AS slot
           FROM unnest(colls, lexemes, docnos, tfs, lens) AS u(c, l, d, tf, len)
-    ), tail AS (
-        SELECT DISTINCT ON (b.collection_name, b.lexeme) b.collection_name, b.lexeme, b.blk, 128 - b.n AS room
-          FROM ragfr_lex_blocks b
-         WHERE (b.collection_name, b.lexeme) IN (SELECT DISTINCT c, l FROM x)
-         ORDER BY b.collection_name, b.lexeme, b.blk DESC
+    ), tail AS (  -- one backward index probe per key (a common lexeme has hundreds of blocks)
+        SELECT k.c AS collection_name, k.l AS lexeme, t.blk, 128 - t.n AS room
+          FROM (SELECT DISTINCT c, l FROM x) k
+          CROSS JOIN LATERAL (SELECT b.blk, b.n FROM ragfr_lex_blocks b
+                               WHERE b.collection_name = k.c AND b.lexeme = k.l
+                               ORDER BY b.blk DESC LIMIT 1) t
     ), y AS (
         SELECT x.*, t.blk AS tail, coalesce(t.room, 0) AS room
           FROM x LEFT JOIN tail t ON t.collection_name = x.c AND t.lexeme = x.l

@@ -296,3 +296,36 @@ def test_concurrent_writers_keep_the_index_exact_without_deadlock(migrated_db) -
         assert indexed_postings(conn) == recounted_postings(conn)
         for terms in (["sinistr"], ["sinistr", "vol", "prim"], ["assureur", "franchis"]):
             compare(conn, terms, ("a", "b"), 30, f"{terms}")
+
+
+def test_migration_builds_the_blocks_of_existing_rows(empty_db, tmp_path) -> None:
+    """An existing database (migrated up to 0009, rows in it) gets its block index from document_chunk
+    when 0010 runs, and the row-per-posting table is gone."""
+    import shutil
+
+    from ragfr.db.migrate import migrate, migrations_dir
+
+    older = tmp_path / "migrations"
+    older.mkdir()
+    for f in migrations_dir().glob("*.sql"):
+        if int(f.name[:4]) < 10:
+            shutil.copy(f, older / f.name)
+    migrate(empty_db, 3, MODEL, directory=older)
+    rng = random.Random(3)
+    words = "sinistre assureur franchise délai garantie exclusion vol incendie prime contrat".split()
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text)"
+                     " SELECT 'm' || g, '[1,0,0]', c, t FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS x(c, t, g)",
+                     ([rng.choice("ab") for _ in range(700)],
+                      [" ".join(rng.sample(words, 4)) if i % 50 else None for i in range(700)]))
+        assert conn.execute("SELECT count(*) FROM ragfr_postings").fetchone() != (0,)
+    migrate(empty_db, 3, MODEL)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('ragfr_postings')").fetchone() == (None,)
+        assert conn.execute("SELECT max(n) FROM ragfr_lex_blocks").fetchone() == (128,)
+        assert block_problems(conn) == []
+        assert indexed_postings(conn) == recounted_postings(conn)
+        for terms in (["sinistr"], ["vol", "prim", "contrat"]):
+            compare(conn, terms, ("a", "b"), 40, f"{terms}")
+        conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text) VALUES ('n1', '[1,0,0]', 'a', 'vol')")
+        assert block_problems(conn) == [] and indexed_postings(conn) == recounted_postings(conn)

@@ -21,7 +21,7 @@
 --
 -- Measured at 100k chunks (docs/benchmarks.md, docs/bench/lexical-blocks-100k.json): 68,584 blocks and
 -- 100k docnos take 110.5 MB against 1,185.6 MB for ragfr_postings (15 vs 160 bytes per posting, 9.3 %);
--- the lexical arm's p95 went from 20.5-26.5 ms to 9.9-11.1 ms on the same rows, same results.
+-- the lexical arm's p95 went from 18.3-26.5 ms to 7.4-11.1 ms on the same rows (quiet to busy machine), same results.
 --
 -- Exactness under writes: statement triggers, like 0006's, after the statistics triggers of 0005/0007
 -- (triggers fire in name order: ragfr_bm25_* before ragfr_lexidx_*). Blocks of one (collection, lexeme)

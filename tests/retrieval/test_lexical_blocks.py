@@ -54,7 +54,7 @@ def compare(conn: psycopg.Connection[Any], terms: list[str], colls: tuple[str, .
             stats: dict[str, int] | None = None) -> list[tuple[str, float]]:
     config = SearchConfig(lexical_depth=depth)
     filters = Filters(collections=colls, embedding_model=MODEL)
-    got = lexical._bm25_blocks(conn, terms, filters, config, stats)
+    got = lexical.bm25_blocks(conn, terms, filters, config, stats)
     want = lexical.bm25_filter_first(conn, terms, filters, config)
     deeper = lexical.bm25_filter_first(conn, terms, filters, config.with_(lexical_depth=depth * 4 + 200))
     same_ranking(got, want, what, deeper)
@@ -173,7 +173,7 @@ def test_writes_between_queries_keep_the_index_exact(corpus, pruning) -> None:
     steps = [
         ("delete the top of a query", lambda: conn.execute(
             "DELETE FROM document_chunk WHERE id = ANY(%s)",
-            ([i for i, _ in lexical._bm25_blocks(conn, probes[0], Filters(("a", "b"), embedding_model=MODEL),
+            ([i for i, _ in lexical.bm25_blocks(conn, probes[0], Filters(("a", "b"), embedding_model=MODEL),
                                                   SearchConfig(lexical_depth=20))],))),
         ("delete a range", lambda: conn.execute("DELETE FROM document_chunk WHERE id BETWEEN %s AND %s",
                                                 (ids[300], ids[700]))),

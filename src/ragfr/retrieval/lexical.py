@@ -128,7 +128,7 @@ def bm25(
         report.strategy = "bm25-filter-first"
         rows = bm25_filter_first(conn, terms, filters, config)
     else:
-        rows = _bm25_blocks(conn, terms, filters, config)
+        rows = bm25_blocks(conn, terms, filters, config)
     report.returned = len(rows)
     return [LexicalCandidate(r[0], float(r[1])) for r in rows], report
 
@@ -154,10 +154,12 @@ def _int4s(data: bytes) -> npt.NDArray[np.int64]:
 _INT2 = np.dtype([("len", ">i4"), ("value", ">i2")])
 
 
-def _bm25_blocks(
+def bm25_blocks(
     conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig,
     stats: dict[str, int] | None = None,
 ) -> list[tuple[str, float]]:
+    """The unfiltered BM25 arm from the block index (ragfr.retrieval.blockmax); `stats` receives how many
+    blocks and postings the query's lexemes hold and how many were read."""
     colls = list(filters.collections)
     k1, b, depth = config.bm25_k1, config.bm25_b, config.lexical_depth
     # binary: bytea arrives as is, not hex-encoded

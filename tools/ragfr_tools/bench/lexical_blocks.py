@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         read = total = 0
         for text, terms in asked:  # equality first: every question, both references
             stats: dict[str, int] = {}
-            got = lexical._bm25_blocks(new, terms, filters, config, stats)
+            got = lexical.bm25_blocks(new, terms, filters, config, stats)
             read += stats.get("postings_read", 0)
             total += stats.get("postings", 0)
             for name, want in (("row postings", row_postings_bm25(old, terms, filters, config)),

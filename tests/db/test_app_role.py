@@ -54,7 +54,7 @@ def _stats(release: Release) -> tuple[int, int, int]:
         row = conn.execute(
             "SELECT (SELECT coalesce(sum(n_docs), 0) FROM ragfr_collection_stats WHERE collection_name = 'kb'),"
             " (SELECT count(*) FROM ragfr_term_stats WHERE collection_name = 'kb'),"
-            " (SELECT count(*) FROM ragfr_postings WHERE collection_name = 'kb')").fetchone()
+            " (SELECT coalesce(sum(n), 0) FROM ragfr_lex_blocks WHERE collection_name = 'kb')").fetchone()
     assert row is not None
     return int(row[0]), int(row[1]), int(row[2])
 
@@ -100,7 +100,8 @@ REFUSED = [
     "ALTER TABLE document_chunk DISABLE TRIGGER USER",
     "TRUNCATE document_chunk",
     "CREATE TABLE evil (x int)",
-    "INSERT INTO ragfr_postings VALUES ('kb', 'x', 'c', 1, 1)",
+    "INSERT INTO ragfr_lex_blocks VALUES ('kb', 'x', 1, 1, 1, 1, 1, 1, '{1}', '{1}', '{1}')",
+    "DELETE FROM ragfr_lex_docs",
     "DELETE FROM ragfr_term_stats",
     "UPDATE ragfr_collection_stats SET n_docs = 0",
     "UPDATE ragfr_embedding_space SET model = 'x'",
@@ -137,7 +138,7 @@ def test_the_role_may_read_every_table_and_write_only_document_chunk(release: Re
     app = release.names["app_user"]
     with psycopg.connect(release.ragfr_url, autocommit=True) as conn:
         # Something it held before (a hand-made grant) is taken away by the next run: the set converges.
-        conn.execute(sql.SQL("GRANT INSERT, TRUNCATE ON ragfr_postings TO {}").format(sql.Identifier(app)))
+        conn.execute(sql.SQL("GRANT INSERT, TRUNCATE ON ragfr_lex_blocks TO {}").format(sql.Identifier(app)))
         migrate(release.ragfr_url, app_role=app)
         privileges = {t: (r, w) for t, r, w in conn.execute(
             "SELECT tablename, has_table_privilege(%s, tablename, 'SELECT'),"
@@ -148,7 +149,8 @@ def test_the_role_may_read_every_table_and_write_only_document_chunk(release: Re
         assert conn.execute("SELECT has_table_privilege(%s, 'ragfr_later', 'SELECT')", (app,)).fetchone() == (True,)
     assert {t for t, (r, _) in privileges.items() if not r} == set(), privileges
     assert {t for t, (_, w) in privileges.items() if w} == {"document_chunk"}, privileges
-    assert {"ragfr_postings", "ragfr_term_stats", "ragfr_collection_stats", "ragfr_embedding_space"} <= set(privileges)
+    assert {"ragfr_lex_blocks", "ragfr_lex_docs", "ragfr_term_stats", "ragfr_collection_stats",
+            "ragfr_embedding_space"} <= set(privileges)
 
 
 def test_unfit_roles_are_refused_with_one_line(release: Release, pg_dsn: str) -> None:
@@ -188,7 +190,7 @@ def test_the_exporter_role_reads_statistics_but_no_data(release: Release) -> Non
         assert conn.execute("SELECT count(*) > 0 FROM pg_stat_database").fetchone() == (True,)
         # pg_read_all_stats (in pg_monitor): other sessions' queries are visible, which the exporter reports.
         assert conn.execute("SELECT pg_has_role('pg_monitor', 'MEMBER')").fetchone() == (True,)
-        for statement in ("SELECT count(*) FROM document_chunk", "SELECT count(*) FROM ragfr_postings",
+        for statement in ("SELECT count(*) FROM document_chunk", "SELECT count(*) FROM ragfr_lex_blocks",
                           "CREATE TABLE evil (x int)"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)

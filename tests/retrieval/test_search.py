@@ -393,7 +393,7 @@ def test_lexical_connection_failure_is_clean_on_both_connections(kb, e5, pg_dsn)
     the search fails with a one-line error, and both connections stay usable."""
     dsn, conn = kb
     with psycopg.connect(pg_dsn, autocommit=True) as elsewhere:
-        with pytest.raises(RagfrError, match="ragfr_collection_stats|ragfr_postings"):
+        with pytest.raises(RagfrError, match="ragfr_collection_stats|ragfr_lex_blocks"):
             search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK, lexical_conn=elsewhere)
         assert elsewhere.execute("SELECT 1").fetchone() == (1,)
     assert search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK).hits

@@ -3,9 +3,10 @@
 -- Open WebUI connects as a least-privilege role (the chart's database.ragfr.appUser): SELECT on the ragfr
 -- tables, INSERT/UPDATE/DELETE on document_chunk, nothing that changes the schema (no ownership, no CREATE,
 -- no TRUNCATE). Its writes fire the statement triggers of 0005-0007 (and of any later migration that
--- rewrites them, e.g. compact postings), which write ragfr_term_stats, ragfr_collection_stats and
--- ragfr_postings. A trigger function runs with the privileges of the session that fired it, so either the
--- writer gets INSERT/UPDATE/DELETE on those tables, or the functions run as their owner.
+-- rewrites them, e.g. 0010's compact postings), which write ragfr_term_stats, ragfr_collection_stats and
+-- the postings (ragfr_lex_docs, ragfr_lex_blocks). A trigger function runs with the privileges of the
+-- session that fired it, so either the writer gets INSERT/UPDATE/DELETE on those tables, or the functions
+-- run as their owner.
 --
 -- Chosen: the statement trigger functions of document_chunk become SECURITY DEFINER (they run as the schema
 -- owner that created them, the migrations' role), with search_path pinned to this schema then pg_temp, so a

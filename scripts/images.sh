@@ -68,7 +68,8 @@ build() {
 }
 
 # Tracked and untracked (not ignored) files the three builds read; a change to any of them means rebuild.
-INPUTS=(src patches images pyproject.toml scripts/build-image.sh scripts/image-smoke.sh scripts/lib.sh
+# migrations is named itself: src/ragfr/migrations is a symlink to it, which the file test below skips.
+INPUTS=(src migrations patches images pyproject.toml scripts/build-image.sh scripts/image-smoke.sh scripts/lib.sh
         charts/ragfr/Chart.yaml)
 inputs() {
   git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || { echo unknown; return; }  # not a checkout: no check

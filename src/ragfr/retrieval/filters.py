@@ -76,14 +76,19 @@ class Filters:
             if not name or "\x00" in name:
                 raise ConfigError(f"invalid collection name {name!r}")
 
-    def predicate(self, alias: str = "d") -> tuple[sql.Composed, list[Any]]:
-        """`(WHERE-clause body, parameters)` with positional %s placeholders."""
-        col = sql.Identifier(alias)
+    def _scope(self, col: sql.Identifier) -> tuple[list[sql.Composable], list[Any]]:
+        """The collections searched and, when pinned, the embedding model: part of every predicate."""
         parts: list[sql.Composable] = [sql.SQL("{}.collection_name = ANY(%s)").format(col)]
         params: list[Any] = [list(self.collections)]
         if self.embedding_model is not None:
             parts.append(sql.SQL("{}.embedding_model = %s").format(col))
             params.append(self.embedding_model)
+        return parts, params
+
+    def predicate(self, alias: str = "d") -> tuple[sql.Composed, list[Any]]:
+        """`(WHERE-clause body, parameters)` with positional %s placeholders."""
+        col = sql.Identifier(alias)
+        parts, params = self._scope(col)
         for c in self.conditions:
             value = sql.SQL("({}.vmetadata ->> %s)").format(col)
             if c.op in ("eq", "in"):
@@ -108,18 +113,13 @@ class Filters:
                     params += [c.key, _DATE_SQL, c.key, c.values[0]]
         return sql.SQL(" AND ").join(parts), params
 
-
     def estimable(self, alias: str = "d") -> tuple[sql.Composed, list[Any]] | None:
         """The part of the predicate the planner can estimate well, for a row-count ESTIMATE only (never to
         select rows): collections, model and the containment tests of equality conditions, whose
         selectivity comes from the GIN index's statistics. None when a condition has no such test (ranges,
         array/object values): the planner would guess a constant for it."""
         col = sql.Identifier(alias)
-        parts: list[sql.Composable] = [sql.SQL("{}.collection_name = ANY(%s)").format(col)]
-        params: list[Any] = [list(self.collections)]
-        if self.embedding_model is not None:
-            parts.append(sql.SQL("{}.embedding_model = %s").format(col))
-            params.append(self.embedding_model)
+        parts, params = self._scope(col)
         for c in self.conditions:
             if c.op not in ("eq", "in"):
                 return None

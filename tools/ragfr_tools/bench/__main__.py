@@ -16,7 +16,6 @@ Writes one JSON file (--out) and prints the Markdown tables (ragfr_tools.bench.r
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,6 +31,7 @@ from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import explain, latency, lexrank, recall, report, store
 from ragfr_tools.bench.args import corpus_sizes, int_list
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
+from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.queries import NOISE, QuerySet, make_queries
 from ragfr_tools.bench.stats import load_average, machine, server_settings
 from ragfr_tools.repo import PIAF_JSON
@@ -156,10 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         message = (str(exc).strip().splitlines() or ["unknown error"])[0]
         print(f"ragfr bench: database error ({redact(args.dsn)}): {message}", file=sys.stderr)
         return DatabaseError.exit_code
-    text = json.dumps(result, indent=1, ensure_ascii=False)
+    write_json(args.out, result)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
         _say(f"bench: wrote {args.out} (wall time {result['wall_s']} s)")
     print(report.markdown(result), end="")
     return 0

@@ -35,6 +35,7 @@ from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
 from ragfr.embmigrate.backfill import vector_literal
 from ragfr.errors import ConfigError
+from ragfr_tools.bench.output import write_json
 from ragfr_tools.repo import PIAF_JSON
 
 SOURCE, TARGET = "local:use-multilingual", "local:multilingual-e5-small"
@@ -273,11 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="also write the JSON result here")
     args = p.parse_args(argv)
     result = run(args.dsn, args.chunks, args.queries, args.batch, args.idle_seconds, args.qps, args.migrator_threads)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    print(write_json(args.out, result))
     return 0
 
 

@@ -13,7 +13,6 @@ r = c_visit / c_exact is the rule's exact_cost_ratio.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -28,6 +27,7 @@ from ragfr.retrieval import semantic, vector_index
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Condition, Filters
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES
+from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.stats import load_average, machine
 from ragfr_tools.bench.store import SPACE_MODEL
 
@@ -98,10 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     result = run(args.dsn, args.queries)
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    print(write_json(args.out, result))
     return 0
 
 

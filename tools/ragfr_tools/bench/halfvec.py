@@ -20,7 +20,6 @@ indexes are dropped at the end (--keep keeps the full-precision one).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import store
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, Geometry, read_piaf
+from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.queries import make_queries
 from ragfr_tools.bench.recall import literal
 from ragfr_tools.bench.stats import load_average, machine, summarize
@@ -216,11 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     result = run(args)
-    text = json.dumps(result, indent=1, ensure_ascii=False)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    print(text)
+    print(write_json(args.out, result))
     return 0
 
 

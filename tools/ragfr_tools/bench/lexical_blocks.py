@@ -31,6 +31,7 @@ from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, Geometry, read_piaf
+from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.queries import make_queries
 from ragfr_tools.bench.stats import load_average, machine
 from ragfr_tools.bench.store import SPACE_MODEL
@@ -163,10 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     result = run(args)
-    text = json.dumps(result, indent=1, ensure_ascii=False)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    write_json(args.out, result)
     print(json.dumps({k: result[k] for k in ("bytes", "latency")}, indent=1))
     print(f"equality: {len(result['equality']['mismatches'])} mismatches on {result['equality']['questions']} "
           f"questions; postings read {result['equality']['postings_read']} of "

@@ -22,7 +22,6 @@ Not part of `make test`. A 1M-chunk database takes ~10-12 GB and an hour or more
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import cache, latency, recall, scale_report, store
 from ragfr_tools.bench.args import corpus_sizes, int_list
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
+from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.queries import NOISE, QuerySet, make_queries
 from ragfr_tools.bench.sizes import relation_sizes
 from ragfr_tools.bench.stats import load_average, machine, server_settings
@@ -199,9 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     except psycopg.Error as exc:
         print(f"ragfr bench-scale: database error: {(str(exc).strip().splitlines() or ['?'])[0]}", file=sys.stderr)
         return DatabaseError.exit_code
+    write_json(args.out, result)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
         say(f"bench-scale: wrote {args.out} (wall time {result['wall_s']} s)")
     print(scale_report.markdown(result), end="")
     return 0

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import statistics
 import sys
@@ -39,6 +38,7 @@ from ragfr.db.migrate import migrate as migrate_schema
 from ragfr.embmigrate import runner
 from ragfr.embmigrate.backfill import vector_literal
 from ragfr_tools.bench.embmigrate import PIAF, _pct, load_piaf
+from ragfr_tools.bench.output import write_json
 
 SOURCE, SOURCE_DIMS = "local:use-multilingual", 512
 TARGET, TARGET_DIMS = "local:multilingual-e5-small", 384
@@ -184,11 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="also write the JSON result here")
     args = p.parse_args(argv)
     result = run(args.dsn, args.rows, args.late_rows, args.batch)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    print(write_json(args.out, result))
     return 0
 
 

@@ -54,8 +54,9 @@ CREATE TABLE ragfr_lex_blocks (
     PRIMARY KEY (collection_name, lexeme, blk) INCLUDE (lo, hi, n, max_tf, min_len)
 );
 
--- Appending to a tail block rewrites that row: keep room on its page so the update stays HOT, and let
--- autovacuum keep the visibility map current (the bounds are read index-only), as 0007 does for postings.
+-- Appending to a tail block rewrites that row, and its bounds, which the primary key INCLUDEs: the update
+-- is never HOT and adds a key entry. Keep room on the page for the new version, and let autovacuum reclaim
+-- the dead ones and keep the visibility map current (the bounds are read index-only), as 0007 did.
 ALTER TABLE ragfr_lex_blocks SET (
     fillfactor = 90,
     autovacuum_vacuum_insert_scale_factor = 0.01,
@@ -300,8 +301,9 @@ CREATE OR REPLACE FUNCTION ragfr_bm25_apply_collections(colls text[], ndocs bigi
      WHERE s.collection_name = x.c AND s.n_docs = 0;
 $$;
 
--- The row-per-posting table goes; its triggers first (they take the write lock on document_chunk that
--- the build below then runs under, so no write slips between the build and the new triggers).
+-- The row-per-posting table goes; its triggers first. DROP TRIGGER takes an ACCESS EXCLUSIVE lock on
+-- document_chunk that the build below then runs under: no write slips between the build and the new
+-- triggers, and no search runs during the backfill either (docs/runbooks/chart-upgrade.md gives its length).
 DROP TRIGGER ragfr_postings_insert ON document_chunk;
 DROP TRIGGER ragfr_postings_update ON document_chunk;
 DROP TRIGGER ragfr_postings_delete ON document_chunk;

@@ -9,7 +9,7 @@ import base64
 from typing import Any
 
 import pytest
-from tests.support.chart import env_of, example_values, one, render
+from tests.support.chart import env_of, error_line, example_values, one, render
 
 MODES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     # mode: (values, the secretKeyRef Open WebUI's role password comes from)
@@ -53,6 +53,32 @@ def test_open_webui_uses_its_own_role_and_password_in_every_mode(mode: str) -> N
     if mode == "internal":
         backup = env_of(_init(render({"backup": {"enabled": True}}), "CronJob", "-backup", "backup"))
         assert backup["RAGFR_DATABASE_URL"].startswith("postgresql://ragfr@")
+
+
+def test_without_the_patch_open_webui_connects_as_the_owner() -> None:
+    # Stock Open WebUI runs CREATE INDEX IF NOT EXISTS on document_chunk at every start, refused to a
+    # non-owner even when the index exists: only the patch skips it (ragfr.owui.schema).
+    docs = render({"openwebui": {"patch": {"enabled": False}}})
+    owui = env_of(_init(docs, "Deployment", "-openwebui", "open-webui"))
+    assert owui["PGVECTOR_DB_URL"].startswith("postgresql://ragfr@")
+    passfile = env_of(_init(docs, "Deployment", "-openwebui", "db-passfile"))
+    assert passfile["PGVECTOR_DB_URL"] == owui["PGVECTOR_DB_URL"]
+    assert passfile["RAGFR_DB_PASSWORD"] == {"secretKeyRef": {"name": "ragfr-ragdb", "key": "ragfr-password"}}
+    init_names = [c["name"] for c in one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]["initContainers"]]
+    assert "wait-for-grants" not in init_names and "wait-for-schema" in init_names
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"database": {"ragfr": {"appUser": "postgres"}}}, "database.ragfr.appUser=postgres is also the superuser"),
+    ({"database": {"ragfr": {"appUser": "ragfr"}}}, "database.ragfr.appUser=ragfr is also database.ragfr.user"),
+    ({"database": {"ragfr": {"appUser": "openwebui"}}}, "database.ragfr.appUser=openwebui is also database.openwebui"),
+    ({"ragdb": {"metrics": {"user": "postgres"}}}, "ragdb.metrics.user=postgres is also the superuser"),
+    ({"ragdb": {"metrics": {"user": "ragfr_app"}}}, "database.ragfr.appUser and ragdb.metrics.user are both ragfr_app"),
+])
+def test_roles_the_chart_alters_must_be_roles_of_their_own(values: dict[str, Any], message: str) -> None:
+    # ragdb-roles.sh runs ALTER ROLE ... NOSUPERUSER PASSWORD on them: on postgres or the owner that breaks the
+    # database; on Open WebUI's role it rewrites the password its own database is reached with.
+    assert error_line(values).startswith(message)
 
 
 def test_internal_ragdb_makes_the_roles_with_passwords_from_its_secret() -> None:

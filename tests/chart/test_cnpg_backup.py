@@ -41,6 +41,7 @@ def test_the_scheduled_backup_runs_the_plugin_for_this_cluster(docs: list[Doc]) 
     assert scheduled["cluster"] == {"name": one(docs, "Cluster", "-db")["metadata"]["name"]}
     assert scheduled["method"] == "plugin" and scheduled["pluginConfiguration"] == {"name": PLUGIN}
     assert len(scheduled["schedule"].split()) == 6, "CloudNativePG's cron has a seconds field"
+    assert scheduled["immediate"] is True, "until a first base backup exists, the WAL archive restores nothing"
 
 
 def test_instances_reach_the_object_store_port_only(docs: list[Doc]) -> None:
@@ -101,3 +102,10 @@ def test_recovering_into_the_folder_being_read_is_refused() -> None:
     message = error_line({"database": {"mode": "cnpg", "openwebui": {"user": "ragfr"},
                                        "cnpg": {"recovery": {"enabled": True}}}})
     assert "database.cnpg.recovery.enabled needs database.mode=cnpg, database.cnpg.recovery.objectStore" in message
+
+
+def test_recovering_without_an_archive_of_its_own_is_refused() -> None:
+    values = _recovering(serverName="ragfr-db-2")
+    values["database"]["cnpg"]["backup"]["enabled"] = False
+    message = error_line(values)
+    assert message.startswith("database.cnpg.recovery.enabled needs database.cnpg.backup.enabled=true"), message

@@ -164,6 +164,23 @@ def test_unfit_roles_are_refused_with_one_line(release: Release, pg_dsn: str) ->
         migrate(release.ragfr_url, app_role=str(superuser))
 
 
+def test_a_schema_public_may_create_in_is_refused_until_revoked(release: Release) -> None:
+    """A cluster upgraded from PostgreSQL < 15 keeps CREATE on `public` for PUBLIC: the application role could
+    then plant objects where 0012's owner-rights triggers resolve names."""
+    migrate(release.ragfr_url, 384, E5)
+    app = release.names["app_user"]
+    with psycopg.connect(release.ragfr_url, autocommit=True) as conn:
+        conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # the pre-15 default
+    with pytest.raises(ConfigError, match=f"--app-role {app} may still CREATE in schema public .*"
+                                          "REVOKE CREATE ON SCHEMA public FROM PUBLIC"):
+        migrate(release.ragfr_url, app_role=app)
+    with psycopg.connect(release.ragfr_url, autocommit=True) as conn:
+        assert conn.execute("SELECT has_table_privilege(%s, 'document_chunk', 'INSERT')", (app,)).fetchone() == (
+            False,), "the refused run granted nothing (one transaction)"
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    assert migrate(release.ragfr_url, app_role=app).app_role == app
+
+
 def test_open_webui_waits_as_its_role_until_the_grants_exist(release: Release) -> None:
     """The chart's wait-for-schema init container connects as the application role: all migrations applied
     but no grant yet is "not ready", not an error that restarts the pod with a traceback."""

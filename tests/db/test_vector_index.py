@@ -111,6 +111,16 @@ def test_precision_can_be_changed_back_later(empty_db) -> None:
         assert conn.execute("SELECT to_regclass('idx_document_chunk_vector_build')").fetchone() == (None,)
 
 
+def test_a_plain_migrate_keeps_the_precision_an_operator_chose(empty_db) -> None:
+    migrate(empty_db, 1024, vector_index="vector")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        _, before = _index(conn)
+    assert not migrate(empty_db).index_rebuilt  # no --vector-index: not silently back to halfvec
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        definition, after = _index(conn)
+    assert FULL in definition and after == before
+
+
 def test_no_rebuild_while_an_embedding_migration_is_open(empty_db) -> None:
     migrate(empty_db, 1024, vector_index="vector")
     with psycopg.connect(empty_db, autocommit=True) as conn:

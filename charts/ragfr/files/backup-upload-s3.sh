@@ -14,9 +14,11 @@ set_name=$(ls -1 "$src" | grep -E '^[0-9]{8}T[0-9]{6}Z$' | sort | tail -n 1)
 dest="target:$S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}"
 t0=$(date +%s)
 rclone copy --exclude SHA256SUMS "$src/$set_name/" "$dest$set_name/"
+# Sizes and MD5 of every file against the bucket BEFORE the marker: a truncated or altered object fails the
+# run here and the set stays incomplete (retention never counts it as a good one).
+rclone check --one-way --exclude SHA256SUMS "$src/$set_name/" "$dest$set_name/"
 rclone copyto "$src/$set_name/SHA256SUMS" "$dest${set_name}/SHA256SUMS"
-# Sizes and MD5 of every file against the bucket: a truncated or altered object fails the run here.
-rclone check --one-way "$src/$set_name/" "$dest$set_name/"
+rclone check --one-way --include SHA256SUMS "$src/$set_name/" "$dest$set_name/"
 echo "backup-upload: $set_name -> $S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}$set_name/ in $(( $(date +%s) - t0 ))s"
 keep="${BACKUP_KEEP:-0}"
 if [ "$keep" -gt 0 ]; then

@@ -21,6 +21,9 @@
 {{- if not (and (eq .Values.database.mode "cnpg") $r.objectStore $r.serverName) -}}
 {{- fail "database.cnpg.recovery.enabled needs database.mode=cnpg, database.cnpg.recovery.objectStore and database.cnpg.recovery.serverName (the dead cluster's ObjectStore and server name)" -}}
 {{- end -}}
+{{- if not $c.enabled -}}
+{{- fail "database.cnpg.recovery.enabled needs database.cnpg.backup.enabled=true: the recovered cluster reads the ObjectStore and S3 egress that backup renders, and needs an archive of its own (set database.cnpg.backup.serverName to a new name)" -}}
+{{- end -}}
 {{- $archiveAs := default (include "ragfr.db.cnpgCluster" .) $c.serverName -}}
 {{- if and $c.enabled (eq $r.objectStore (printf "%s-backup" (include "ragfr.db.cnpgCluster" .))) (eq $r.serverName $archiveAs) -}}
 {{- fail (printf "database.cnpg.recovery reads the backup under server name %s that database.cnpg.backup would archive the new cluster into: set database.cnpg.backup.serverName to a new name (e.g. %s-2)" $archiveAs (include "ragfr.db.cnpgCluster" .)) -}}

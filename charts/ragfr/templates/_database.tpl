@@ -90,13 +90,20 @@ sslmode: require
 {{- define "ragfr.db.passfileDir" -}}/run/ragfr-db{{- end -}}
 {{- define "ragfr.db.passfilePath" -}}{{ include "ragfr.db.passfileDir" . }}/pgpass{{- end -}}
 
-{{/* Open WebUI's two connection URLs, password-less: PGVECTOR_DB_URL (ragfr's database as the
-     least-privilege role database.ragfr.appUser, with the writer model of migration 0009) and DATABASE_URL
-     (Open WebUI's own). Shared by the container and the init container that writes their password file,
-     so the file's lines match the URLs exactly. */}}
+{{/* The role Open WebUI connects to ragfr's database as: the least-privilege database.ragfr.appUser, or,
+     with openwebui.patch.enabled=false, the owner. Stock Open WebUI runs CREATE INDEX IF NOT EXISTS on
+     document_chunk at every start, which PostgreSQL refuses to a non-owner even when the index exists;
+     only the patch (patches/open-webui, ragfr.owui.schema) skips that DDL. */}}
+{{- define "ragfr.db.openwebuiVectorDb" -}}
+{{- ternary "app" "ragfr" .Values.openwebui.patch.enabled -}}
+{{- end -}}
+
+{{/* Open WebUI's two connection URLs, password-less: PGVECTOR_DB_URL (ragfr's database as the role above,
+     with the writer model of migration 0009) and DATABASE_URL (Open WebUI's own). Shared by the container
+     and the init container that writes their password file, so the file's lines match the URLs exactly. */}}
 {{- define "ragfr.db.openwebuiUrlEnv" -}}
 - name: PGVECTOR_DB_URL
-  value: {{ include "ragfr.db.url" (dict "root" . "db" "app" "query" (include "ragfr.db.writerModelQuery" .)) | quote }}
+  value: {{ include "ragfr.db.url" (dict "root" . "db" (include "ragfr.db.openwebuiVectorDb" .) "query" (include "ragfr.db.writerModelQuery" .)) | quote }}
 - name: DATABASE_URL
   value: {{ include "ragfr.db.url" (dict "root" . "db" "openwebui") | quote }}
 {{- end -}}
@@ -113,7 +120,7 @@ sslmode: require
   command: ["ragfr", "pgpass", "--out", {{ include "ragfr.db.passfilePath" . | quote }}, "--entry", "PGVECTOR_DB_URL=RAGFR_DB_PASSWORD", "--entry", "DATABASE_URL=OPENWEBUI_DB_PASSWORD"]
   env:
     {{- include "ragfr.db.openwebuiUrlEnv" . | nindent 4 }}
-    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "app" "var" "RAGFR_DB_PASSWORD") | nindent 4 }}
+    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" (include "ragfr.db.openwebuiVectorDb" .) "var" "RAGFR_DB_PASSWORD") | nindent 4 }}
     {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "openwebui" "var" "OPENWEBUI_DB_PASSWORD") | nindent 4 }}
     - name: HOME
       value: /tmp

@@ -74,9 +74,11 @@ patch it (owui-init); make the reranker loadable offline.
     - name: HOME
       value: /tmp
   {{- include "ragfr.smallContainer" . | nindent 2 }}
+{{- if $w.patch.enabled }}
 - name: wait-for-grants
   # Then as Open WebUI's own role (database.ragfr.appUser): it may read the schema only once the migrations
   # Job has granted it (its last step, one transaction), so Open WebUI never starts into "permission denied".
+  # Without the patch Open WebUI connects as the owner (ragfr.db.openwebuiVectorDb): nothing to wait for.
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
   imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
   command: ["ragfr", "migrate"]
@@ -86,6 +88,7 @@ patch it (owui-init); make the reranker loadable offline.
     - name: HOME
       value: /tmp
   {{- include "ragfr.smallContainer" . | nindent 2 }}
+{{- end }}
 {{ include "ragfr.db.passfileContainer" . }}
 {{- if $w.patch.enabled }}
 - name: copy-stock-openwebui

@@ -12,6 +12,17 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- fail (printf "openwebui.env.%s is computed by the chart (from embedding.*, database.*, redis.*, openwebui.existingSecret, openwebui.metrics); set those values instead" $key) -}}
 {{- end -}}
 {{- end -}}
+{{- /* The roles the chart makes or alters (ragdb-roles.sh, CNPG managed.roles) must be roles of their own:
+     ALTER ROLE ... NOSUPERUSER PASSWORD on postgres, the owner or Open WebUI's role would break them. */ -}}
+{{- $taken := dict "postgres" "the superuser" $v.database.ragfr.user "database.ragfr.user (the owner)" $v.database.openwebui.user "database.openwebui.user" -}}
+{{- range $path, $role := dict "database.ragfr.appUser" $v.database.ragfr.appUser "ragdb.metrics.user" $v.ragdb.metrics.user -}}
+{{- if hasKey $taken $role -}}
+{{- fail (printf "%s=%s is also %s: it must be a role of its own (the chart sets its password and privileges)" $path $role (get $taken $role)) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq $v.database.ragfr.appUser $v.ragdb.metrics.user -}}
+{{- fail (printf "database.ragfr.appUser and ragdb.metrics.user are both %s: Open WebUI's role and the exporter's must differ" $v.ragdb.metrics.user) -}}
+{{- end -}}
 {{- if and $v.redis.enabled $v.redis.externalUrl -}}
 {{- fail "redis.enabled=true and redis.externalUrl are exclusive: use the chart's Redis or an external one" -}}
 {{- end -}}

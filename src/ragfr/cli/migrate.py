@@ -16,9 +16,11 @@ what it does:
   serialize on an advisory lock; a recorded file that was edited afterwards is refused.
   --dims and --embedding-model are read only when the schema is first created (or must agree with it
   afterwards): changing the embedding model is `ragfr embeddings migrate`.
-  --vector-index is read when migration 0011 applies: halfvec (default) indexes the vectors at half
-  precision (half the index size; scores stay float32, see docs/benchmarks.md), vector keeps the
-  full-precision index. The column is vector(N) either way.
+  --vector-index: halfvec indexes the vectors at half precision (a third of the index size at 1024 dims;
+  scores stay float32, see docs/benchmarks.md), vector keeps the full-precision index. The column is
+  vector(N) either way. Given, it is applied on every run: an index of the other precision is rebuilt
+  concurrently (minutes per 100k chunks; searches and writes go on). Omitted: halfvec when migration 0011
+  applies, afterwards the live index keeps its precision.
 
 examples:
   ragfr migrate --dsn "$DATABASE_URL"                                  # bge-m3, 1024 dims
@@ -47,8 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="embedder spec of the space, e.g. ollama:bge-m3 (default), local:multilingual-e5-small",
     )
     p.add_argument("--vector-index", choices=["halfvec", "vector"], default=None,
-                   help="precision of the HNSW index built by migration 0011: halfvec (default) or vector "
-                   "(full precision); read only when 0011 applies")
+                   help="precision of the HNSW index: halfvec or vector (full precision); rebuilt "
+                   "concurrently when the live index differs. Default: halfvec when migration 0011 applies, "
+                   "afterwards keep the live index's")
     p.add_argument("--lock-wait", type=float, default=600.0, metavar="SECONDS",
                    help="wait at most this long for another `ragfr migrate` on the same database (default 600)")
     p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",

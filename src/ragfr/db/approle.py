@@ -1,9 +1,10 @@
 """The least-privilege role Open WebUI connects as: what it may do in ragfr's database, granted exactly.
 
 Open WebUI inserts, updates and deletes chunks in document_chunk and reads the ragfr tables retrieval uses.
-It owns nothing and may change no schema: no CREATE on the schema, no TRUNCATE, no ownership (an owner
-may ALTER, DROP and CREATE INDEX). The BM25 tables are written by the triggers of document_chunk, which run
-as the schema owner (migration 0012), so the role gets no write access to them.
+It owns nothing and may change no schema: no CREATE on the schema (checked: refused when PUBLIC still has
+it), no TRUNCATE, no ownership (an owner may ALTER, DROP and CREATE INDEX). The BM25 tables are written by
+the triggers of document_chunk, which run as the schema owner (migration 0012), so the role gets no write
+access to them.
 
 The grants are re-applied after the migrations on every `ragfr migrate --app-role NAME`, in one transaction:
 first everything on the schema's tables is revoked from the role, then the exact set is granted, so the
@@ -43,7 +44,7 @@ def grant(conn: psycopg.Connection, role: str) -> int:
                               ("BYPASSRLS", bypassrls)) if on]
     if powers:
         raise ConfigError(f"--app-role {role} has {', '.join(powers)}: that is not least privilege; "
-                          f"ALTER ROLE {role} NO{' NO'.join(powers)}")
+                          f"ALTER ROLE {sql.Identifier(role).as_string(conn)} NO{' NO'.join(powers)}")
     if is_owner or member_of_owner:
         raise ConfigError(f"--app-role {role} is the schema owner (or a member of it): the application role must be "
                           "a separate role, or it could change the schema")
@@ -55,6 +56,17 @@ def grant(conn: psycopg.Connection, role: str) -> int:
     with conn.transaction():
         conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(sch, ident))
         conn.execute(sql.SQL("REVOKE ALL ON ALL SEQUENCES IN SCHEMA {} FROM {}").format(sch, ident))
+        conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(sch, ident))
+        # 0012's SECURITY DEFINER triggers resolve names in this schema: a role that may create objects in it
+        # could plant a function of an exact argument type there and have the owner run it (CVE-2018-1058).
+        # PUBLIC keeps CREATE on `public` in clusters upgraded from PostgreSQL < 15 or restored from them.
+        creates = conn.execute("SELECT has_schema_privilege(%s, current_schema(), 'CREATE')", (role,)).fetchone()
+        if creates is not None and creates[0]:
+            raise ConfigError(
+                f"--app-role {role} may still CREATE in schema {schema[0]} (through PUBLIC or a role it belongs to): "
+                f"the triggers that run as the owner would resolve names it plants there; as the schema owner or "
+                f"a superuser: REVOKE CREATE ON SCHEMA {sch.as_string(conn)} FROM PUBLIC (PostgreSQL 15's default), "
+                "then re-run")
         conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, ident))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, ident))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sch, ident))

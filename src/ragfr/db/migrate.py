@@ -120,12 +120,18 @@ def migrate(
         _take_migration_lock(conn, lock_wait_s, say)
         try:
             report = _migrate_locked(conn, migrations, dims, model, say, lock_timeout_s, vector_index or "halfvec")
-            if any(m.version == VECTOR_INDEX_VERSION for m in migrations):
-                report.index_rebuilt = vector_index_build.ensure(conn, precision_of(vector_index or "halfvec"), say)
+            # Grants first: Open WebUI waits for them (the chart's wait-for-grants), and an index build on a
+            # filled database takes minutes per 100k chunks, during which the current index keeps serving.
             if app_role is not None:
                 from ragfr.db.approle import grant
 
                 report.app_role, report.app_role_tables = app_role, grant(conn, app_role)
+            if any(m.version == VECTOR_INDEX_VERSION for m in migrations):
+                # Not given: halfvec when 0011 applies now (its default), else the live index's precision,
+                # so a plain `ragfr migrate` never undoes an operator's --vector-index vector.
+                first = any(m.version == VECTOR_INDEX_VERSION and m.path.name in report.applied for m in migrations)
+                want = precision_of(vector_index or "halfvec") if vector_index or first else None
+                report.index_rebuilt = vector_index_build.ensure(conn, want, say)
             return report
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))

@@ -8,8 +8,9 @@ on every `ragfr migrate`, idempotently (on a fresh, empty table it takes an inst
      leftover of an interrupted run is dropped first);
   2. one short transaction, under a bounded lock wait with retries (embmigrate.ddl.in_locked_transaction):
      DROP the old idx_document_chunk_vector, RENAME the new one to that name, which Open WebUI checks.
-Running `ragfr migrate --vector-index vector` later goes back the same way. Skipped while an embedding
-migration is open: it copies the live index's shape and swaps index names itself.
+Running `ragfr migrate --vector-index vector` later goes back the same way; without --vector-index, once
+0011 is applied, the live index's precision is kept. The chart always passes migrations.vectorIndex.
+Skipped while an embedding migration is open: it copies the live index's shape and swaps index names itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
+from ragfr.errors import DatabaseError
 from ragfr.retrieval import vector_index
 from ragfr.retrieval.vector_index import Precision
 
@@ -28,11 +30,14 @@ BUILD = "idx_document_chunk_vector_build"
 _OPTIONS = "m = 16, ef_construction = 64"  # 0004's, which Open WebUI is told to expect
 
 
-def ensure(conn: psycopg.Connection, want: Precision, say: Callable[[str], None] = log.info) -> bool:
-    """Make idx_document_chunk_vector store `want`; True if it was rebuilt. `conn`: autocommit."""
-    from ragfr.embmigrate import catalog, ddl, names  # embmigrate builds on ragfr.db, not the reverse
+def ensure(conn: psycopg.Connection, want: Precision | None, say: Callable[[str], None] = log.info) -> bool:
+    """Make idx_document_chunk_vector store `want`; True if it was rebuilt. `conn`: autocommit.
+    `want` None: keep the live index's precision (halfvec if there is none)."""
+    from ragfr.embmigrate import catalog, ddl, lock, names  # embmigrate builds on ragfr.db, not the reverse
 
     live = catalog.index(conn, names.INDEX)
+    if want is None:
+        want = live.precision if live is not None and live.valid else "halfvec"
     if live is not None and live.valid and live.precision == want:
         return False
     opened = conn.execute(
@@ -48,15 +53,27 @@ def ensure(conn: psycopg.Connection, want: Precision, say: Callable[[str], None]
     rows = conn.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'document_chunk'::regclass").fetchone()
     say(f"building {names.INDEX} at {want} precision concurrently (about {max(int(rows[0]) if rows else 0, 0)} rows; "
         "searches and writes go on meanwhile)")
-    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(BUILD)))
-    conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} USING hnsw ({}) WITH ({})").format(
-        sql.Identifier(BUILD), sql.Identifier(names.TABLE),
-        vector_index.index_expression(names.VECTOR, want, column.dims), sql.SQL(_OPTIONS)))
+    # A concurrent build waits for every older transaction to end: the migrations' short lock_timeout would
+    # fail it behind any long query, so it waits as long as it must (the grants are already given).
+    conn.execute("RESET lock_timeout")
+    # Held for the build: an embedding migration started meanwhile would copy an index that is being replaced.
+    with lock.migration_lock(conn):
+        try:
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(BUILD)))
+            conn.execute(sql.SQL("CREATE INDEX CONCURRENTLY {} ON {} USING hnsw ({}) WITH ({})").format(
+                sql.Identifier(BUILD), sql.Identifier(names.TABLE),
+                vector_index.index_expression(names.VECTOR, want, column.dims), sql.SQL(_OPTIONS)))
+        except psycopg.Error as exc:
+            raise DatabaseError(
+                f"building {BUILD} ({want}) failed: {str(exc).strip().splitlines()[0]}. {names.INDEX} is "
+                f"unchanged and keeps serving; an invalid {BUILD} may be left, which the next `ragfr migrate` "
+                "drops before building again") from exc
 
-    def swap(c: psycopg.Connection) -> None:
-        c.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(names.INDEX)))
-        c.execute(sql.SQL("ALTER INDEX {} RENAME TO {}").format(sql.Identifier(BUILD), sql.Identifier(names.INDEX)))
+        def swap(c: psycopg.Connection) -> None:
+            c.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(names.INDEX)))
+            c.execute(sql.SQL("ALTER INDEX {} RENAME TO {}").format(sql.Identifier(BUILD),
+                                                                    sql.Identifier(names.INDEX)))
 
-    ddl.in_locked_transaction(conn, f"swapping in the {want} {names.INDEX}", swap)
+        ddl.in_locked_transaction(conn, f"swapping in the {want} {names.INDEX}", swap)
     say(f"{names.INDEX} now stores {want} vectors")
     return True

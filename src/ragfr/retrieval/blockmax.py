@@ -214,7 +214,9 @@ def top(meta: BlockMeta, idf: FloatArray, term_of_key: IntArray, k1: float, b: f
         extra, where = search.pending(docs)
         break
     # 4. Every chunk that may still reach theta gets its remaining blocks read; then all are exact.
-    maybe = (extra > 0) & (score + extra >= theta)
+    # The margin scales with the score too: a bound far below one rounding step of the partial score
+    # (a term in nearly every chunk) must not drop a chunk that ties theta.
+    maybe = (extra > 0) & ((score + extra) * (1 + _MARGIN) >= theta)
     if maybe.any():
         search.read(search.blocks_for(maybe, where))
         docs, score = search.seen()

@@ -19,6 +19,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
@@ -108,8 +109,9 @@ def _search(
 
     `lexical_conn`: a second connection to the same database, idle and used by nothing else during the
     call. The lexical arm then runs on it, in its own transaction, while the vector arm runs on `conn`, so
-    a query costs the slower arm instead of both (docs/benchmarks.md). The results are the same: under
-    READ COMMITTED each arm's statement takes its own snapshot either way."""
+    a query costs the slower arm instead of both (docs/benchmarks.md). The results are the same: each arm
+    reads one snapshot (REPEATABLE READ READ ONLY: the block-index lexical arm runs several statements, which
+    under READ COMMITTED could each see a different set of chunks and report a partial score as exact)."""
     config = config or SearchConfig()
     query = validate_query(query)
     started = time.perf_counter()
@@ -127,7 +129,10 @@ def _search(
     lex_scores: dict[str, float] = {}
     sem_scores: dict[str, float] = {}
     try:
+        began = conn.info.transaction_status == TransactionStatus.IDLE  # else a savepoint in the caller's
         with conn.transaction():
+            if began:
+                conn.execute(_ONE_SNAPSHOT)
             settings = semantic.apply_settings(conn, config)
             searched, indexed = _rows_in(conn, filters.collections)
             pending: Future[_LexicalOutcome] | None = None
@@ -206,6 +211,9 @@ def _search(
 
 
 _LexicalOutcome = tuple[list[lexical.LexicalCandidate], ArmReport, float]
+# First statement of a search's transaction: all its statements see the same rows (never a serialization
+# failure: the transaction writes nothing).
+_ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 
 def _lexical_arm(
@@ -220,6 +228,7 @@ def _lexical_in_own_transaction(
     conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
 ) -> _LexicalOutcome:
     with conn.transaction():
+        conn.execute(_ONE_SNAPSHOT)
         conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{config.statement_timeout_ms}ms",))
         return _lexical_arm(conn, terms, filters, config)
 

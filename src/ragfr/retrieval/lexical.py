@@ -76,7 +76,8 @@ SELECT m.chunk_id, c.score
 
 # The same BM25, filter first: when metadata conditions restrict the rows, the GIN candidates are filtered
 # inside the scan and only the survivors' tsvectors are read (at 1 % selectivity this beats walking the
-# postings of every match through the filter). Scores equal _BM25's (tests/retrieval/test_search.py).
+# postings of every match through the filter). Scores equal the block index's (ragfr.retrieval.blockmax):
+# the same operations, and the sum pinned to lexeme order, as blockmax adds them.
 _BM25_FILTER_FIRST = _STATS_AND_IDF + """), candidates AS (
     SELECT d.id, d.fts, d.fts_len
       FROM document_chunk d
@@ -85,7 +86,8 @@ _BM25_FILTER_FIRST = _STATS_AND_IDF + """), candidates AS (
 )
 SELECT c.id,
        sum(i.idf * (cardinality(u.positions) * (%s + 1))
-           / (cardinality(u.positions) + %s * (1 - %s + %s * c.fts_len / s.avgdl))) AS score
+           / (cardinality(u.positions) + %s * (1 - %s + %s * c.fts_len / s.avgdl))
+           ORDER BY u.lexeme COLLATE "C") AS score
   FROM candidates c
   CROSS JOIN stats s
   CROSS JOIN LATERAL unnest(c.fts) AS u
@@ -167,7 +169,7 @@ def bm25_blocks(
     if not rows:
         return []
     avgdl = float(rows[0][2])
-    lexemes = sorted({r[0] for r in rows})  # term order = summation order (blockmax._exact)
+    lexemes = sorted({r[0] for r in rows})  # term order = summation order (blockmax._Search.seen)
     term_index = {lexeme: i for i, lexeme in enumerate(lexemes)}
     idf = np.zeros(len(lexemes))
     key_term: list[int] = []

@@ -19,8 +19,10 @@ for an unfiltered walk of ef_search 100, 31 ms for the 500 candidates a 10 % fil
 At the defaults (ef_search 100, depth 50) the threshold is 1,000 rows up to 2,000 indexed rows, 7,071 at
 100k and 22,360 at 1M: at 100k a 1 % filter is scored exactly and a 10 % filter walks the graph.
 
-The vector arm counts the passing rows, capped at the threshold + 1, in the same statement that scores
-them, so the count costs nothing more when exact wins and at most threshold cheap row reads when not.
+Which side of the threshold a filter falls on: with metadata conditions the planner's estimate decides
+(ragfr.retrieval.semantic; counting the rows would cost random reads, as much as a walk near the
+threshold); without, the collections' row count. When exact is chosen, the statement that scores the
+passing rows also counts them, capped at the threshold + 1, and falls back to the walk past it.
 """
 
 from __future__ import annotations

@@ -36,8 +36,11 @@ def test_expand_follows_kubernetes() -> None:
 def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str], kp.Manifest]) -> None:
     pod = kp.pod_of(objects[("Job", "ragfr-migrate-1")], objects)
     password = secret(objects, "ragfr-ragdb", "ragfr-password")
-    [wait] = pod.init_containers
+    wait, roles = pod.init_containers
     assert wait.name == "wait-for-postgres" and dict(wait.env)["PGPASSWORD"] == password
+    # The internal ragdb's roles are made by the superuser, whose password comes from the same Secret.
+    assert roles.name == "db-roles"
+    assert dict(roles.env)["PGPASSWORD"] == secret(objects, "ragfr-ragdb", "postgres-password")
     [migrate] = pod.containers
     assert migrate.command == ("ragfr", "migrate")
     rendered = objects[("Job", "ragfr-migrate-1")]["spec"]["template"]["spec"]["containers"][0]["args"]

@@ -119,6 +119,9 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
     for run in range(3):
         scratch = tmp_path / f"emptydir-{run}"  # each Job run gets a fresh /backup emptyDir
         scratch.mkdir()
+        # Set names are one-second stamps and real runs are minutes apart: start each run in a new second
+        # (the upload refuses to overwrite a set of the same stamp, checked below).
+        time.sleep(1 - time.time() % 1 + 0.01)
         t0 = time.monotonic()
         done = _run(["sh", str(tmp_path / "backup.sh")], {**_credentials(release), "BACKUP_DIR": str(scratch),
                                                            "BACKUP_KEEP": "0", "DATA_DIR": str(release.data_dir)})
@@ -131,6 +134,10 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
         timings["upload"].append(time.monotonic() - t0)
         assert up.returncode == 0, up.stderr
         assert f"backup-upload: {stamp} -> {BUCKET}/{PREFIX}/{stamp}/" in up.stdout
+
+    # A second upload of the same stamp (two runs in one second) would overwrite a complete set: refused.
+    again = _run(["sh", str(tmp_path / "backup-upload-s3.sh")], {**env, "BACKUP_DIR": str(scratch)})
+    assert again.returncode == 1 and f"{sets[-1]}/ already holds a complete set; not overwritten" in again.stderr
 
     listed = _rclone(env, "lsl", f"target:{BUCKET}/{PREFIX}/")
     assert listed.returncode == 0, listed.stderr

@@ -172,7 +172,7 @@ def test_a_schema_public_may_create_in_is_refused_until_revoked(release: Release
     with psycopg.connect(release.ragfr_url, autocommit=True) as conn:
         conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # the pre-15 default
     with pytest.raises(ConfigError, match=f"--app-role {app} may still CREATE in schema public .*"
-                                          "REVOKE CREATE ON SCHEMA public FROM PUBLIC"):
+                                          "REVOKE CREATE ON SCHEMA \"public\" FROM PUBLIC"):
         migrate(release.ragfr_url, app_role=app)
     with psycopg.connect(release.ragfr_url, autocommit=True) as conn:
         assert conn.execute("SELECT has_table_privilege(%s, 'document_chunk', 'INSERT')", (app,)).fetchone() == (

@@ -13,6 +13,12 @@ set_name=$(ls -1 "$src" | grep -E '^[0-9]{8}T[0-9]{6}Z$' | sort | tail -n 1)
 [ -n "$set_name" ] || { echo "backup-upload: no complete set in $src" >&2; exit 1; }
 dest="target:$S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}"
 t0=$(date +%s)
+# Stamps have one-second resolution: never overwrite a complete set already in the bucket (two runs in the
+# same second, each from its own emptyDir).
+if [ -n "$(rclone lsf --files-only --include SHA256SUMS "$dest$set_name/" 2>/dev/null || true)" ]; then
+  echo "backup-upload: $S3_BUCKET/${S3_PREFIX:+$S3_PREFIX/}$set_name/ already holds a complete set; not overwritten" >&2
+  exit 1
+fi
 rclone copy --exclude SHA256SUMS "$src/$set_name/" "$dest$set_name/"
 # Sizes and MD5 of every file against the bucket BEFORE the marker: a truncated or altered object fails the
 # run here and the set stays incomplete (retention never counts it as a good one).

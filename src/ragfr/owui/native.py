@@ -43,6 +43,9 @@ POOL_SIZE = int(os.environ.get("RAGFR_OWUI_POOL_SIZE", "4"))
 # How long a search waits for a free connection before it gives up with no results (and says why).
 POOL_WAIT_S = float(os.environ.get("RAGFR_OWUI_POOL_WAIT_S", "10"))
 STATEMENT_TIMEOUT_MS = int(os.environ.get("RAGFR_STATEMENT_TIMEOUT_MS", "10000"))
+# hnsw.ef_search of the chat's searches (pinned per search and logged with it): recall@10 falls with the
+# corpus size at a fixed value (0.977 at 100k, 0.951 at 300k for 100; docs/benchmarks.md "Scale").
+EF_SEARCH = int(os.environ.get("RAGFR_EF_SEARCH", str(SearchConfig.ef_search)))
 _pools: dict[tuple[str, str], ConnectionPool] = {}
 _pools_lock = threading.Lock()
 
@@ -88,6 +91,7 @@ def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> Se
         semantic_depth=max(base.semantic_depth, k),
         rerank=False,
         statement_timeout_ms=STATEMENT_TIMEOUT_MS,
+        ef_search=EF_SEARCH,
     )
 
 

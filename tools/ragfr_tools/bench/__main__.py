@@ -26,13 +26,13 @@ from typing import Any
 import psycopg
 
 from ragfr.db.connect import redact
-from ragfr.errors import ConfigError, DatabaseError, RagfrError
+from ragfr.errors import ConfigError
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import explain, latency, lexrank, recall, report, store
 from ragfr_tools.bench.args import corpus_sizes, int_list
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
-from ragfr_tools.bench.output import write_json
-from ragfr_tools.bench.queries import NOISE, QuerySet, make_queries
+from ragfr_tools.bench.output import finish, say
+from ragfr_tools.bench.queries import NOISE, make_queries
 from ragfr_tools.bench.stats import load_average, machine, server_settings
 from ragfr_tools.repo import PIAF_JSON
 
@@ -98,26 +98,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         spec = CorpusSpec(rows=rows, dims=args.dims, seed=args.seed, geometry=Geometry(args.geometry),
                           piaf_sha256=piaf.sha256)
         t = time.perf_counter()
-        corpus = store.ensure_corpus(args.dsn, spec, piaf, reuse=not args.no_reuse, say=_say)
+        corpus = store.ensure_corpus(args.dsn, spec, piaf, reuse=not args.no_reuse, say=say)
         made.append(corpus.database)
         section: dict[str, Any] = {"database": corpus.database, "cached": corpus.cached,
                                    "prepare_s": round(time.perf_counter() - t, 1), "corpus": corpus.load}
         with psycopg.connect(corpus.dsn, autocommit=True) as conn:
             queries = make_queries(conn, spec, piaf, max(args.queries, args.recall_queries, args.lexrank_queries))
-        timed = _subset(queries, args.queries)
+        timed = queries.head(args.queries)
         if "latency" not in args.skip:
-            _say(f"bench: {rows} rows: latency ({len(timed)} queries x {len(latency.ragfr_cases()) + 1} cases)")
+            say(f"bench: {rows} rows: latency ({len(timed)} queries x {len(latency.ragfr_cases()) + 1} cases)")
             section["latency"] = latency.run_latency(corpus.dsn, timed, corpus.load["class_sizes"])
         if "legacy" not in args.skip:
-            _say(f"bench: {rows} rows: Open WebUI legacy path "
+            say(f"bench: {rows} rows: Open WebUI legacy path "
                  f"(cap {args.legacy_queries} queries / {args.legacy_seconds:g} s)")
             section["legacy"] = latency.run_legacy(corpus.dsn, timed, args.legacy_queries, args.legacy_seconds)
         if "recall" not in args.skip:
-            _say(f"bench: {rows} rows: recall@10 at ef_search {args.ef}")
-            section["recall"] = recall.run_recall(corpus.dsn, _subset(queries, args.recall_queries), args.ef)
+            say(f"bench: {rows} rows: recall@10 at ef_search {args.ef}")
+            section["recall"] = recall.run_recall(corpus.dsn, queries.head(args.recall_queries), args.ef)
         if "lexrank" not in args.skip:
-            _say(f"bench: {rows} rows: BM25 vs ts_rank_cd")
-            section["lexrank"] = lexrank.run_lexrank(corpus.dsn, _subset(queries, args.lexrank_queries))
+            say(f"bench: {rows} rows: BM25 vs ts_rank_cd")
+            section["lexrank"] = lexrank.run_lexrank(corpus.dsn, queries.head(args.lexrank_queries))
         if "explain" not in args.skip:
             i = section.get("lexrank", {}).get("median_query", 0)
             vector = [float(x) for x in queries.vectors[i]]
@@ -136,31 +136,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def _subset(queries: QuerySet, n: int) -> QuerySet:
-    return QuerySet(queries.texts[:n], queries.vectors[:n], queries.sources[:n])
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        result = run(args)
-    except RagfrError as exc:
-        print(f"ragfr bench: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except psycopg.Error as exc:
-        message = (str(exc).strip().splitlines() or ["unknown error"])[0]
-        print(f"ragfr bench: database error ({redact(args.dsn)}): {message}", file=sys.stderr)
-        return DatabaseError.exit_code
-    write_json(args.out, result)
-    if args.out:
-        _say(f"bench: wrote {args.out} (wall time {result['wall_s']} s)")
-    print(report.markdown(result), end="")
-    return 0
+    return finish("bench", lambda: run(args), args.out, report.markdown,
+                  where=redact(args.dsn) if args.dsn else "")
 
 
 if __name__ == "__main__":

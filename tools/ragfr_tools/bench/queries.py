@@ -27,6 +27,10 @@ class QuerySet:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def head(self, n: int) -> QuerySet:
+        """The first `n` queries (a benchmark's cases and its recall use prefixes of one set)."""
+        return QuerySet(self.texts[:n], self.vectors[:n], self.sources[:n])
+
 
 def make_queries(conn: psycopg.Connection[Any], spec: CorpusSpec, piaf: Piaf, n: int, noise: float = NOISE) -> QuerySet:
     rng = np.random.default_rng([spec.seed, 5])

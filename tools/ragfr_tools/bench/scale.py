@@ -35,13 +35,13 @@ from typing import Any
 import psycopg
 
 from ragfr.db.connect import with_database
-from ragfr.errors import ConfigError, DatabaseError, RagfrError
+from ragfr.errors import ConfigError, RagfrError
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import cache, latency, recall, scale_report, store
 from ragfr_tools.bench.args import corpus_sizes, int_list
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
-from ragfr_tools.bench.output import write_json
-from ragfr_tools.bench.queries import NOISE, QuerySet, make_queries
+from ragfr_tools.bench.output import finish, say
+from ragfr_tools.bench.queries import NOISE, make_queries
 from ragfr_tools.bench.sizes import relation_sizes
 from ragfr_tools.bench.stats import load_average, machine, server_settings
 from ragfr_tools.repo import PIAF_JSON, REPO
@@ -161,7 +161,7 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
         dir_row = conn.execute("SHOW data_directory").fetchone()
     assert oid_row is not None and dir_row is not None
     files_of = (Path(dir_row[0]), int(oid_row[0]))
-    timed = QuerySet(queries.texts[:args.queries], queries.vectors[:args.queries], queries.sources[:args.queries])
+    timed = queries.head(args.queries)
     section["runs"] = {}
     dsn = corpus.dsn
     for sb in buffers:
@@ -178,32 +178,14 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
                                "cold": cold, "warm": warm}
     if not args.skip_recall:
         say(f"bench-scale: {rows} rows: recall@10 at ef_search {args.ef} (shared_buffers={buffers[-1]}, warm)")
-        subset = QuerySet(queries.texts[:args.recall_queries], queries.vectors[:args.recall_queries],
-                          queries.sources[:args.recall_queries])
-        section["recall"] = recall.run_recall(dsn, subset, args.ef)
+        section["recall"] = recall.run_recall(dsn, queries.head(args.recall_queries), args.ef)
     return section
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-
-    def say(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    try:
-        result = run(args, say)
-    except RagfrError as exc:
-        print(f"ragfr bench-scale: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except psycopg.Error as exc:
-        print(f"ragfr bench-scale: database error: {(str(exc).strip().splitlines() or ['?'])[0]}", file=sys.stderr)
-        return DatabaseError.exit_code
-    write_json(args.out, result)
-    if args.out:
-        say(f"bench-scale: wrote {args.out} (wall time {result['wall_s']} s)")
-    print(scale_report.markdown(result), end="")
-    return 0
+    return finish("bench-scale", lambda: run(args, say), args.out, scale_report.markdown)
 
 
 if __name__ == "__main__":

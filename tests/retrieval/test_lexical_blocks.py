@@ -18,7 +18,8 @@ from tests.support.paths import GOLDEN, PIAF_JSON
 from ragfr.analysis.french import query_terms
 from ragfr.retrieval import blockmax, lexical
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Filters
+from ragfr.retrieval.filters import Condition, Filters
+from ragfr.retrieval.strategy import lexical_filter_first_threshold
 
 needs_piaf = pytest.mark.skipif(not PIAF_JSON.is_file(), reason=f"shared PIAF dataset absent ({PIAF_JSON})")
 MODEL = "ollama:test"
@@ -162,6 +163,74 @@ def test_filters_rejecting_the_top_candidates(corpus, pruning) -> None:
     conn.execute("UPDATE document_chunk SET vector = NULL WHERE collection_name = 'b'")
     compare(conn, terms, ("a", "b"), 30, "collection b without vectors")
     compare(conn, [COMMON], ("b",), 10, "nothing passes")
+
+
+@needs_piaf
+def test_metadata_conditions_walked_through_the_block_index_rank_as_filter_first(corpus, pruning) -> None:
+    """With metadata conditions that many rows pass, the block index's top is walked through the filter
+    (theta from passing chunks, failures probed once): the same ranking as scoring the passing chunks."""
+    conn, questions = corpus
+    conn.execute("UPDATE document_chunk SET vmetadata = jsonb_build_object('sel', CASE"
+                 " WHEN hashtext(id) % 10 = 0 THEN 'p10' WHEN hashtext(id) % 100 = 1 THEN 'p1' ELSE 'rest' END,"
+                 " 'page', hashtext(id) % 7)")
+    filters = {
+        "10 %": (Condition("sel", "eq", ("p10",)),),
+        "1 %": (Condition("sel", "eq", ("p1",)),),
+        "11 %, two values": (Condition("sel", "in", ("p10", "p1")),),
+        "a range and a value": (Condition("page", "gte", ("3",)), Condition("sel", "eq", ("rest",))),
+        "nothing passes": (Condition("sel", "eq", ("absent",)),),
+    }
+    for name, conditions in filters.items():
+        for n, question in enumerate(questions[:40]):
+            for terms in (query_terms(question), [*query_terms(question), COMMON]):
+                for depth in (10, 50):
+                    config = SearchConfig(lexical_depth=depth)
+                    f = Filters(("a", "b"), conditions, embedding_model=MODEL)
+                    got = lexical.bm25_blocks(conn, terms, f, config)
+                    want = lexical.bm25_filter_first(conn, terms, f, config)
+                    deeper = lexical.bm25_filter_first(conn, terms, f, config.with_(lexical_depth=depth * 4 + 200))
+                    same_ranking(got, want, f"{name}: q{n} {question!r} depth {depth}", deeper)
+
+
+@pytest.mark.parametrize(("searched", "depth", "ratio", "expected"), [
+    (100_000, 50, 5.0, 5000),     # docs/benchmarks.md: a 1 % filter scores first, a 10 % one walks
+    (1_000_000, 50, 5.0, 15811),
+    (10, 50, 5.0, 50),            # never below depth
+])
+def test_lexical_threshold_formula(searched: int, depth: int, ratio: float, expected: int) -> None:
+    assert lexical_filter_first_threshold(searched, depth, ratio) == expected
+
+
+@needs_piaf
+def test_the_cost_rule_chooses_the_lexical_strategy(corpus) -> None:
+    """Filter first when the planner expects few passing rows (or cannot estimate: ranges), the block index
+    walked through the filter when many pass; the report says which, with the estimate and threshold."""
+    conn, questions = corpus
+    conn.execute("UPDATE document_chunk SET vmetadata = jsonb_build_object('sel', CASE"
+                 " WHEN hashtext(id) % 2 = 0 THEN 'half' WHEN hashtext(id) % 100 = 1 THEN 'p1' ELSE 'rest' END,"
+                 " 'page', hashtext(id) % 7)")
+    conn.execute("ANALYZE document_chunk")
+    searched = conn.execute("SELECT count(*) FROM document_chunk").fetchone()[0]
+    config = SearchConfig(lexical_depth=20)
+    threshold = lexical_filter_first_threshold(searched, 20, config.lexical_probe_cost_ratio)
+    assert 20 < threshold < searched // 2, threshold  # the half filter is above it, the 1 % one below
+    terms = [*query_terms(questions[5]), COMMON]
+    cases = {
+        "half": ((Condition("sel", "eq", ("half",)),), "bm25"),
+        "p1": ((Condition("sel", "eq", ("p1",)),), "bm25-filter-first"),
+        "range": ((Condition("page", "gte", ("0",)),), "bm25-filter-first"),  # no estimate
+    }
+    for name, (conditions, strategy) in cases.items():
+        f = Filters(("a", "b"), conditions, embedding_model=MODEL)
+        with conn.transaction():
+            got, report = lexical.bm25(conn, terms, f, config, searched)
+        assert report.strategy == strategy, (name, report)
+        assert report.threshold == threshold
+        assert (report.estimated is None) == (name == "range"), (name, report)
+        assert [(c.id, c.score) for c in got] == lexical.bm25_filter_first(conn, terms, f, config), name
+    # `searched` not given: read from the collection statistics, the same choice
+    f = Filters(("a", "b"), cases["half"][0], embedding_model=MODEL)
+    assert lexical.bm25(conn, terms, f, config)[1].threshold == threshold
 
 
 @needs_piaf

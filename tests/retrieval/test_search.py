@@ -280,6 +280,33 @@ def test_settings_are_returned_with_every_result(kb, e5) -> None:
     assert conn.execute("SELECT current_setting('hnsw.ef_search')").fetchone() == ("40",)
 
 
+def test_no_statement_of_a_search_is_jit_compiled(kb, e5, monkeypatch) -> None:
+    """JIT is off in both arms' transactions, on one connection and on two, even where the server would
+    compile everything (jit_above_cost 0): compiling costs more than a retrieval statement runs."""
+    from ragfr.retrieval import lexical
+
+    dsn, conn = kb
+    seen: list[str] = []
+    real_bm25 = lexical.bm25
+
+    def spying_bm25(arm_conn, *args, **kwargs):
+        seen.append(arm_conn.execute("SELECT current_setting('jit')").fetchone()[0])
+        return real_bm25(arm_conn, *args, **kwargs)
+
+    monkeypatch.setattr(lexical, "bm25", spying_bm25)
+    conn.execute("SET jit = on")
+    conn.execute("SET jit_above_cost = 0")
+    with psycopg.connect(dsn, autocommit=True) as second:
+        second.execute("SET jit = on")
+        second.execute("SET jit_above_cost = 0")
+        one = search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK)
+        two = search(conn, "sinistre", collections=["contrat"], embedder=e5, config=NO_RERANK, lexical_conn=second)
+        assert second.execute("SELECT current_setting('jit')").fetchone() == ("on",)  # SET LOCAL only
+    assert one.settings["jit"] == two.settings["jit"] == "off"
+    assert seen == ["off", "off"]
+    assert conn.execute("SELECT current_setting('jit')").fetchone() == ("on",)
+
+
 class _Chat:
     def __init__(self) -> None:
         self.calls = 0

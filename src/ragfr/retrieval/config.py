@@ -31,6 +31,9 @@ class SearchConfig:
     exact_threshold: int | None = None
     # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured, docs/benchmarks.md).
     exact_cost_ratio: float = 10.0
+    # The lexical arm's cost rule (ragfr.retrieval.strategy): one primary-key probe of the block index's walk
+    # costs r rows scored filter-first (measured, docs/benchmarks.md).
+    lexical_probe_cost_ratio: float = 5.0
     # Cosine similarity below which a semantic candidate is noise; None keeps all.
     similarity_floor: float | None = None
     rerank: bool = True
@@ -48,8 +51,9 @@ class SearchConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.exact_threshold is not None and (not isinstance(self.exact_threshold, int) or self.exact_threshold < 1):
             raise ConfigError(f"exact_threshold must be a positive integer or None, got {self.exact_threshold!r}")
-        if not self.exact_cost_ratio > 0:
-            raise ConfigError(f"exact_cost_ratio must be positive, got {self.exact_cost_ratio!r}")
+        for name in ("exact_cost_ratio", "lexical_probe_cost_ratio"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
         if self.ef_search > 1000:
             raise ConfigError(f"ef_search must be at most 1000 (pgvector's limit), got {self.ef_search}")
         if not (self.lexical or self.semantic):

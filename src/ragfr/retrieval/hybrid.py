@@ -138,9 +138,10 @@ def _search(
             pending: Future[_LexicalOutcome] | None = None
             lex_out: _LexicalOutcome | None = None
             if config.lexical and vector is not None and lexical_conn is not None:
-                pending = _LEXICAL_WORKERS.submit(_lexical_in_own_transaction, lexical_conn, terms, filters, config)
+                pending = _LEXICAL_WORKERS.submit(
+                    _lexical_in_own_transaction, lexical_conn, terms, filters, config, searched)
             elif config.lexical:
-                lex_out = _lexical_arm(conn, terms, filters, config)
+                lex_out = _lexical_arm(conn, terms, filters, config, searched)
             try:
                 if vector is not None:
                     t = time.perf_counter()
@@ -197,6 +198,7 @@ def _search(
         rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims, lexical_depth=config.lexical_depth,
         semantic_depth=config.semantic_depth, bm25_k1=config.bm25_k1, bm25_b=config.bm25_b,
         exact_threshold=config.exact_threshold, exact_cost_ratio=config.exact_cost_ratio,
+        lexical_probe_cost_ratio=config.lexical_probe_cost_ratio,
         similarity_floor=config.similarity_floor,
         reranker=getattr(reranker, "model_id", None) if config.rerank else None, query_terms=terms,
     )
@@ -217,20 +219,21 @@ _ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 
 def _lexical_arm(
-    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig, searched: int
 ) -> _LexicalOutcome:
     t = time.perf_counter()
-    candidates, report = lexical.bm25(conn, terms, filters, config)
+    candidates, report = lexical.bm25(conn, terms, filters, config, searched)
     return candidates, report, elapsed_ms(t)
 
 
 def _lexical_in_own_transaction(
-    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig, searched: int
 ) -> _LexicalOutcome:
     with conn.transaction():
         conn.execute(_ONE_SNAPSHOT)
-        conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{config.statement_timeout_ms}ms",))
-        return _lexical_arm(conn, terms, filters, config)
+        conn.execute("SELECT set_config('statement_timeout', %s, true), " + semantic.NO_JIT,
+                     (f"{config.statement_timeout_ms}ms",))
+        return _lexical_arm(conn, terms, filters, config, searched)
 
 
 def _query_vector(

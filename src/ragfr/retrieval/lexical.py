@@ -6,9 +6,10 @@ candidates are ranked by Okapi BM25 with the per-collection statistics of migrat
 by triggers. Without metadata conditions the postings come from the compact block index of
 migrations/0010 and ragfr.retrieval.blockmax stops early: it reads the blocks that can still reach the
 top `depth` and walks the best candidates through the hard-filter predicate (one primary-key probe each)
-until `depth` pass. With metadata conditions the filter runs first instead and the survivors are scored
-from their tsvectors (_BM25_FILTER_FIRST, same scores). The arm is exact: it returns fewer than `depth`
-rows only when fewer match.
+until `depth` pass. With metadata conditions that few rows pass, the filter runs first instead and the
+survivors are scored from their tsvectors (_BM25_FILTER_FIRST, same scores); the planner's estimate of the
+passing rows decides, by the cost rule of ragfr.retrieval.strategy. The arm is exact either way: it returns
+fewer than `depth` rows only when fewer match.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
-from ragfr.retrieval import blockmax
+from ragfr.retrieval import blockmax, estimate, strategy
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
 from ragfr.retrieval.types import ArmReport
@@ -63,14 +64,14 @@ SELECT k.i, array_send(b.docnos), array_send(b.tfs), array_send(b.lens)
   JOIN ragfr_lex_blocks b ON b.collection_name = k.c AND b.lexeme = k.l AND b.blk = k.blk
 """
 
-# Candidates in rank order through the hard-filter predicate: score, then chunk id, as the arm ranks.
+# Candidates in rank order (score, then chunk id, as the arm ranks), each with whether it passes the
+# hard-filter predicate. Every candidate is probed, so the failures are known and never probed again.
 _WALK = """
-SELECT m.chunk_id, c.score
+SELECT c.docno, m.chunk_id, c.score,
+       coalesce((SELECT true FROM document_chunk d WHERE d.id = m.chunk_id AND {predicate}), false)
   FROM unnest(%s::integer[], %s::float8[]) AS c(docno, score)
   JOIN ragfr_lex_docs m ON m.docno = c.docno
- WHERE coalesce((SELECT true FROM document_chunk d WHERE d.id = m.chunk_id AND {predicate}), false)
  ORDER BY c.score DESC, m.chunk_id
- LIMIT %s
 """
 
 
@@ -116,8 +117,13 @@ class LexicalCandidate:
 
 
 def bm25(
-    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig
+    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig,
+    searched: int | None = None,
 ) -> tuple[list[LexicalCandidate], ArmReport]:
+    """The arm's top `lexical_depth`. `searched`: rows in the searched collections (the cost rule's N),
+    read from the collection statistics when not given.
+    Strategies in the report: "bm25" (block index, walked through the filters when there are conditions),
+    "bm25-filter-first", "ts_rank_cd"."""
     report = ArmReport("lexical", config.lexical_depth, strategy=config.lexical_ranking)
     if not terms:
         report.reason = "no significant query term (only stop words or punctuation)"
@@ -126,13 +132,32 @@ def bm25(
         predicate, pparams = filters.predicate("d")
         query = sql.SQL(_TS_RANK_CD).format(predicate=predicate)
         rows = conn.execute(query, [terms, *pparams, config.lexical_depth]).fetchall()
-    elif filters.conditions:
+    elif filters.conditions and _filter_first(conn, filters, config, searched, report):
         report.strategy = "bm25-filter-first"
         rows = bm25_filter_first(conn, terms, filters, config)
     else:
         rows = bm25_blocks(conn, terms, filters, config)
     report.returned = len(rows)
     return [LexicalCandidate(r[0], float(r[1])) for r in rows], report
+
+
+def _filter_first(
+    conn: psycopg.Connection[Any], filters: Filters, config: SearchConfig, searched: int | None,
+    report: ArmReport,
+) -> bool:
+    """Whether few enough rows pass `filters` to score them first (ragfr.retrieval.strategy). Without an
+    estimate (range conditions) the filter runs first: its cost is bounded by the passing rows, while a walk
+    through a filter that passes almost nothing would probe every matching chunk."""
+    if searched is None:
+        row = conn.execute(
+            "SELECT coalesce(sum(n_docs), 0) FROM ragfr_collection_stats WHERE collection_name = ANY(%s)",
+            (list(filters.collections),),
+        ).fetchone()
+        searched = int(row[0]) if row else 0
+    report.threshold = strategy.lexical_filter_first_threshold(
+        searched, config.lexical_depth, config.lexical_probe_cost_ratio)
+    report.estimated = estimate.passing_rows(conn, filters)
+    return report.estimated is None or report.estimated <= report.threshold
 
 
 def bm25_filter_first(
@@ -208,8 +233,14 @@ def bm25_blocks(
 
     predicate, pparams = filters.predicate("d")
     walk_sql = sql.SQL(_WALK).format(predicate=predicate)
+    # Chunks known to fail the filters. blockmax walks the best candidates twice when the filters reject
+    # many (once for theta, once for the result): the second walk skips them (half the probes at 10 %).
+    failed: set[int] = set()
 
     def walk(docnos: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[tuple[str, float]]:
+        if failed:
+            keep = ~np.isin(docnos, np.fromiter(failed, dtype=np.int64, count=len(failed)))
+            docnos, scores = docnos[keep], scores[keep]
         order = np.argsort(-scores, kind="stable")
         ranked = scores[order]
         passed: list[tuple[str, float]] = []
@@ -218,10 +249,16 @@ def bm25_blocks(
             end = min(start + batch, len(order))
             # never cut between equal scores: their order is the chunk id's, decided in SQL
             end = int(np.searchsorted(-ranked, -ranked[end - 1], side="right"))
-            got = conn.execute(walk_sql, [docnos[order[start:end]].tolist(), ranked[start:end].tolist(),
-                                          *pparams, depth - len(passed)], binary=True).fetchall()
-            passed.extend((r[0], float(r[1])) for r in got)
+            got = conn.execute(walk_sql, [*pparams, docnos[order[start:end]].tolist(), ranked[start:end].tolist()],
+                               binary=True).fetchall()
+            for docno, chunk_id, score, passes in got:
+                if not passes:
+                    failed.add(docno)
+                elif len(passed) < depth:
+                    passed.append((chunk_id, float(score)))
             start, batch = end, batch * 2
         return passed
 
-    return blockmax.top(meta, idf, term_of_key, k1, b, avgdl, depth, fetch, walk, stats)
+    # With metadata conditions many of the best chunks may fail them: theta comes from passing ones at once.
+    return blockmax.top(meta, idf, term_of_key, k1, b, avgdl, depth, fetch, walk, stats,
+                        verified=bool(filters.conditions))

@@ -22,14 +22,13 @@ are float32 cosines, as with the full-precision index, and ties are broken by id
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from ragfr.retrieval import strategy, vector_index
+from ragfr.retrieval import estimate, strategy, vector_index
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
 from ragfr.retrieval.types import ArmReport
@@ -63,19 +62,26 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
+# JIT compilation off for the search's statements. The planner's cost estimates of a filtered walk or a
+# filter-first BM25 statement exceed jit_above_cost, and compiling their expressions took 4.6 ms of a 36 ms
+# filtered walk at 100k chunks (EXPLAIN ANALYZE, docs/benchmarks.md): a retrieval statement is short, the
+# compilation is paid again by every query.
+NO_JIT = "set_config('jit', 'off', true)"
+
+
 def apply_settings(conn: psycopg.Connection[Any], config: SearchConfig) -> dict[str, Any]:
     """SET LOCAL the HNSW settings (the caller holds a transaction) and return them as applied (set_config
     returns the value now in force), with the live index's precision, in one round trip."""
     row = conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),"
         " set_config('hnsw.max_scan_tuples', %s, true), set_config('statement_timeout', %s, true),"
-        " (" + vector_index.PRECISION_SQL + ")",
+        " (" + vector_index.PRECISION_SQL + "), " + NO_JIT,
         (str(config.ef_search), str(config.max_scan_tuples), f"{config.statement_timeout_ms}ms",
          vector_index.INDEX),
     ).fetchone()
     assert row is not None
     return {"ef_search": int(row[0]), "iterative_scan": row[1], "max_scan_tuples": int(row[2]),
-            "statement_timeout": row[3], "vector_index": vector_index.precision_of(row[4])}
+            "statement_timeout": row[3], "vector_index": vector_index.precision_of(row[4]), "jit": row[5]}
 
 
 def threshold_for(config: SearchConfig, indexed: int) -> int:
@@ -109,7 +115,7 @@ def nearest(
     # (rows without a vector count too, so a collection of mostly unembedded rows could report an underfill
     # that is really a shortage).
     if filters.conditions:
-        report.estimated = _estimate(conn, filters)
+        report.estimated = estimate.passing_rows(conn, filters)
         count_first = report.estimated is None or report.estimated <= threshold
     else:
         count_first = searched <= threshold
@@ -142,21 +148,6 @@ def nearest(
             f"{threshold} rows pass the filters"
         )
     return candidates, report
-
-
-def _estimate(conn: psycopg.Connection[Any], filters: Filters) -> int | None:
-    """The planner's estimate of the rows passing `filters`, or None when it could only guess."""
-    estimable = filters.estimable("d")
-    if estimable is None:
-        return None
-    predicate, params = estimable
-    row = conn.execute(
-        sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM document_chunk d WHERE {}").format(predicate), params,
-        prepare=False,
-    ).fetchone()
-    assert row is not None
-    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
-    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 def _exact(

@@ -38,3 +38,19 @@ def exact_threshold(indexed: int, depth: int, ef_search: int, cost_ratio: float)
     walk_floor = cost_ratio * ef_search
     selective = math.sqrt(cost_ratio * depth * max(indexed, 0))
     return max(depth, int(max(walk_floor, selective)))
+
+
+# The lexical arm under metadata conditions has the same two strategies, with other costs:
+#   filter first   the GIN indexes find the rows that match a query term AND pass the filters, and each one's
+#                  tsvector is scored: n * c_row (n passing rows; the share of them matching a term varies);
+#   block index    the unfiltered top scores (migrations/0010, ragfr.retrieval.blockmax) walked through the
+#                  filter in rank order, one primary-key probe per candidate, until `depth` pass: about
+#                  depth * N / n probes of c_probe each, on top of the unfiltered arm's cost.
+# Equal when n = sqrt(r * depth * N), r = c_probe / c_row. Measured at 100k chunks (docs/benchmarks.md,
+# "Filtered lexical arm"): c_row 3.0-4.9 us, c_probe about 20 us, so r = 5: at 100k the threshold is 5,000
+# passing rows (a 1 % filter scores first, a 10 % one walks), at 1M 15,811.
+
+
+def lexical_filter_first_threshold(searched: int, depth: int, cost_ratio: float) -> int:
+    """The largest number of passing rows for which the lexical arm filters first."""
+    return max(depth, int(math.sqrt(cost_ratio * depth * max(searched, 0))))

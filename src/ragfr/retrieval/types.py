@@ -30,10 +30,12 @@ class ArmReport:
     name: str
     depth: int
     returned: int = 0
-    strategy: str = ""  # "bm25" or "ts_rank_cd"; "hnsw" or "exact" (filter first, then score every passing row)
+    # lexical: "bm25" (block index), "bm25-filter-first" or "ts_rank_cd"; vector: "hnsw" or "exact" (filter
+    # first, then score every passing row)
+    strategy: str = ""
     passing: int | None = None  # rows passing the hard filters, when counted (bounded by the exact threshold)
-    threshold: int | None = None  # vector arm: most passing rows scored exactly (the cost rule's choice)
-    estimated: int | None = None  # vector arm: the planner's estimate of the passing rows, when it made one
+    threshold: int | None = None  # most passing rows the arm filters first for (the cost rule's choice)
+    estimated: int | None = None  # the planner's estimate of the passing rows, when it made one
     searched: int | None = None  # rows in the searched collections
     underfilled: bool = False
     reason: str | None = None

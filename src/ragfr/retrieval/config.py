@@ -32,7 +32,7 @@ class SearchConfig:
     # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured, docs/benchmarks.md).
     exact_cost_ratio: float = 10.0
     # The lexical arm's cost rule (ragfr.retrieval.strategy): one primary-key probe of the block index's walk
-    # costs r rows scored filter-first (measured, docs/benchmarks.md).
+    # costs r rows scored filter-first (measured: `python -m ragfr_tools.bench.lexfilter`, docs/benchmarks.md).
     lexical_probe_cost_ratio: float = 5.0
     # Cosine similarity below which a semantic candidate is noise; None keeps all.
     similarity_floor: float | None = None

@@ -46,9 +46,10 @@ def exact_threshold(indexed: int, depth: int, ef_search: int, cost_ratio: float)
 #   block index    the unfiltered top scores (migrations/0010, ragfr.retrieval.blockmax) walked through the
 #                  filter in rank order, one primary-key probe per candidate, until `depth` pass: about
 #                  depth * N / n probes of c_probe each, on top of the unfiltered arm's cost.
-# Equal when n = sqrt(r * depth * N), r = c_probe / c_row. Measured at 100k chunks (docs/benchmarks.md,
-# "Filtered lexical arm"): c_row 3.0-4.9 us, c_probe about 20 us, so r = 5: at 100k the threshold is 5,000
-# passing rows (a 1 % filter scores first, a 10 % one walks), at 1M 15,811.
+# Equal when n = sqrt(r * depth * N), r = c_probe / c_row. Measured at 100k chunks by
+# `python -m ragfr_tools.bench.lexfilter` (docs/benchmarks.md, "the 10 % filter at 100k, second pass"):
+# r = 2.6 from the 1 % class, 5.6 from the 10 % class, where the choice matters; r = 5: at 100k the
+# threshold is 5,000 passing rows (a 1 % filter scores first, a 10 % one walks), at 1M 15,811.
 
 
 def lexical_filter_first_threshold(searched: int, depth: int, cost_ratio: float) -> int:

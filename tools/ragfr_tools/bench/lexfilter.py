@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psycopg
 
 from ragfr.analysis.french import query_terms
@@ -32,6 +31,7 @@ from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Condition, Filters
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES, read_piaf
 from ragfr_tools.bench.output import finish, say
+from ragfr_tools.bench.queries import question_texts
 from ragfr_tools.bench.stats import load_average, machine, summarize
 from ragfr_tools.bench.store import SPACE_MODEL
 from ragfr_tools.repo import PIAF_JSON
@@ -57,9 +57,7 @@ def run(dsn: str, queries: int, seed: int) -> dict[str, Any]:
     started = time.perf_counter()
     config = SearchConfig()
     piaf = read_piaf(PIAF_JSON)
-    rng = np.random.default_rng([seed, 5])
-    questions = [piaf.questions[int(i)] for i in rng.choice(len(piaf.questions), queries, replace=False)]
-    asked = [terms for terms in map(query_terms, questions) if terms]
+    asked = [terms for terms in map(query_terms, question_texts(piaf, seed, queries)) if terms]
     out: dict[str, Any] = {"benchmark": "lexical-filter-cost", "date": datetime.now(UTC).isoformat(timespec="seconds"),
                            "machine": machine(), "load_average_start": load_average(),
                            "depth": config.lexical_depth, "queries": len(asked), "classes": {}}

@@ -34,8 +34,7 @@ class QuerySet:
 
 def make_queries(conn: psycopg.Connection[Any], spec: CorpusSpec, piaf: Piaf, n: int, noise: float = NOISE) -> QuerySet:
     rng = np.random.default_rng([spec.seed, 5])
-    n = min(n, len(piaf.questions))
-    texts = [piaf.questions[int(i)] for i in rng.choice(len(piaf.questions), n, replace=False)]
+    texts = _draw_questions(rng, piaf, n)
     ids = chunk_ids(spec.rows)
     sources = [ids[int(i)] for i in rng.choice(spec.rows, n, replace=False)]
     stored = dict(conn.execute(
@@ -43,6 +42,16 @@ def make_queries(conn: psycopg.Connection[Any], spec: CorpusSpec, piaf: Piaf, n:
     ).fetchall())
     vectors = [noisy_copy(parse_vector(stored[s]), noise, rng) for s in sources]
     return QuerySet(texts, vectors, sources)
+
+
+def question_texts(piaf: Piaf, seed: int, n: int) -> list[str]:
+    """The first `n` questions of make_queries' draw for `seed`, without the vectors (no database needed)."""
+    return _draw_questions(np.random.default_rng([seed, 5]), piaf, n)
+
+
+def _draw_questions(rng: np.random.Generator, piaf: Piaf, n: int) -> list[str]:
+    n = min(n, len(piaf.questions))
+    return [piaf.questions[int(i)] for i in rng.choice(len(piaf.questions), n, replace=False)]
 
 
 def parse_vector(text: str) -> np.ndarray:

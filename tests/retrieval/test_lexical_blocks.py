@@ -106,9 +106,12 @@ def corpus(migrated_db, piaf_text) -> Iterator[tuple[psycopg.Connection[Any], li
 @pytest.fixture(params=["default", "forced"])
 def pruning(request, monkeypatch) -> str:
     """'forced': the first read is one term only, so that theta, the MaxScore split and the block bounds
-    decide what else is read (on a few thousand chunks, the default budget reads most queries whole)."""
+    decide what else is read (on a few thousand chunks, the default budget reads most queries whole), and
+    scores are summed by sorting docnos, as when edits have left them sparse (a small corpus's are dense)."""
     if request.param == "forced":
         monkeypatch.setattr(blockmax, "FIRST_READ_POSTINGS", 0)
+        monkeypatch.setattr(blockmax, "_DENSE_DOCNOS_PER_POSTING", 0)
+        monkeypatch.setattr(blockmax, "_DENSE_DOCNOS_MIN", 0)
     return str(request.param)
 
 
@@ -398,3 +401,55 @@ def test_migration_builds_the_blocks_of_existing_rows(empty_db, tmp_path) -> Non
             compare(conn, terms, ("a", "b"), 40, f"{terms}")
         conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text) VALUES ('n1', '[1,0,0]', 'a', 'vol')")
         assert block_problems(conn) == [] and indexed_postings(conn) == recounted_postings(conn)
+
+
+def test_packing_keeps_every_block_of_an_existing_database(empty_db, tmp_path) -> None:
+    """A database at 0012 (postings in int arrays, some blocks emptied and rewritten by deletes) gets the same
+    blocks, value for value and in order, packed by 0013; writes after it keep the index exact."""
+    import shutil
+
+    from ragfr.db.migrate import migrate, migrations_dir
+
+    older = tmp_path / "migrations"
+    older.mkdir()
+    for f in migrations_dir().glob("*.sql"):
+        if int(f.name[:4]) < 13 or int(f.name[:4]) >= 100:  # a deployment of the previous release
+            shutil.copy(f, older / f.name)
+    migrate(empty_db, 3, MODEL, directory=older)
+    rng = random.Random(13)
+    words = "sinistre assureur franchise délai garantie exclusion vol incendie prime contrat".split()
+    blocks = ("SELECT collection_name, lexeme, blk, lo, hi, n, max_tf, min_len, {} FROM ragfr_lex_blocks"
+              " ORDER BY 1, 2, 3")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text)"
+                     " SELECT 'm' || g, '[1,0,0]', c, t FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS x(c, t, g)",
+                     ([rng.choice("ab") for _ in range(900)], [" ".join(rng.sample(words, 4)) for _ in range(900)]))
+        conn.execute("DELETE FROM document_chunk WHERE id = ANY(%s)", ([f"m{rng.randrange(900)}" for _ in range(150)],))
+        before = conn.execute(blocks.format("docnos, tfs, lens")).fetchall()
+    migrate(empty_db, 3, MODEL)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        assert conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'ragfr_lex_blocks'::regclass"
+            " AND attname IN ('docnos', 'tfs', 'lens')").fetchall() == [("bytea",)] * 3
+        after = conn.execute(blocks.format(
+            "ragfr_lex_int4s(docnos), ragfr_lex_int2s(tfs), ragfr_lex_int4s(lens)")).fetchall()
+        assert after == before
+        assert block_problems(conn) == [] and indexed_postings(conn) == recounted_postings(conn)
+        conn.execute("DELETE FROM document_chunk WHERE id = ANY(%s)", ([f"m{rng.randrange(900)}" for _ in range(150)],))
+        conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text) VALUES ('n1', '[1,0,0]', 'a', 'vol')")
+        assert block_problems(conn) == [] and indexed_postings(conn) == recounted_postings(conn)
+        for terms in (["sinistr"], ["vol", "prim", "contrat"]):
+            compare(conn, terms, ("a", "b"), 40, f"{terms}")
+
+
+def test_packed_values_decode_exactly(migrated_db) -> None:
+    """The SQL decoders read back what int4send / int2send packed, at the ends of the ranges in use (docnos up
+    to int4's maximum, tf up to a tsvector's 256 positions and more) and for an empty block."""
+    values = [0, 1, 255, 256, 65535, 65536, 2**24, 2**31 - 1]
+    with psycopg.connect(migrated_db(), autocommit=True) as conn:
+        got = conn.execute(
+            "SELECT ragfr_lex_int4s(p4), ragfr_lex_int2s(p2), ragfr_lex_int4s(''::bytea), ragfr_lex_int2s(''::bytea)"
+            "  FROM (SELECT string_agg(int4send(v), ''::bytea ORDER BY o) AS p4,"
+            "               string_agg(int2send(least(v, 32767)::smallint), ''::bytea ORDER BY o) AS p2"
+            "          FROM unnest(%s::integer[]) WITH ORDINALITY AS u(v, o)) s", (values,)).fetchone()
+    assert got == (values, [min(v, 32767) for v in values], [], [])

@@ -1,4 +1,4 @@
-"""Checks of the compact BM25 index (migrations/0010) against a recount from document_chunk."""
+"""Checks of the compact BM25 index (migrations/0010, packed by 0013) against a recount from document_chunk."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ def indexed_postings(conn: psycopg.Connection[Any]) -> set[tuple[str, str, str, 
     """(collection, lexeme, chunk id, tf, length) of every posting in the blocks."""
     rows = conn.execute(
         "SELECT b.collection_name, b.lexeme, m.chunk_id, u.tf, u.len"
-        "  FROM ragfr_lex_blocks b, unnest(b.docnos, b.tfs, b.lens) AS u(d, tf, len)"
+        "  FROM ragfr_lex_blocks b,"
+        "       unnest(ragfr_lex_int4s(b.docnos), ragfr_lex_int2s(b.tfs), ragfr_lex_int4s(b.lens)) AS u(d, tf, len)"
         "  LEFT JOIN ragfr_lex_docs m ON m.docno = u.d").fetchall()
     return {(c, lex, i, tf, ln) for c, lex, i, tf, ln in rows}
 
@@ -29,11 +30,13 @@ def block_problems(conn: psycopg.Connection[Any]) -> list[str]:
     """Broken invariants: sizes, sorted disjoint docno ranges per key, exact bounds, one docno per chunk."""
     problems: list[str] = []
     count = conn.execute(
-        "SELECT count(*) FROM ragfr_lex_blocks b WHERE n <> cardinality(docnos) OR n <> cardinality(tfs)"
-        "   OR n <> cardinality(lens) OR n NOT BETWEEN 1 AND %s OR lo <> docnos[1] OR hi <> docnos[n]"
-        "   OR blk > lo OR max_tf <> (SELECT max(v) FROM unnest(tfs) v)"
-        "   OR min_len <> (SELECT min(v) FROM unnest(lens) v)"
-        "   OR docnos <> (SELECT array_agg(v ORDER BY v) FROM (SELECT DISTINCT v FROM unnest(docnos) v) s)",
+        "SELECT count(*) FROM (SELECT b.*, ragfr_lex_int4s(b.docnos) AS ds, ragfr_lex_int2s(b.tfs) AS ts,"
+        "                             ragfr_lex_int4s(b.lens) AS ls FROM ragfr_lex_blocks b) b"
+        " WHERE length(docnos) <> 4 * n OR length(tfs) <> 2 * n OR length(lens) <> 4 * n"
+        "   OR n NOT BETWEEN 1 AND %s OR lo <> ds[1] OR hi <> ds[n]"
+        "   OR blk > lo OR max_tf <> (SELECT max(v) FROM unnest(ts) v)"
+        "   OR min_len <> (SELECT min(v) FROM unnest(ls) v)"
+        "   OR ds <> (SELECT array_agg(v ORDER BY v) FROM (SELECT DISTINCT v FROM unnest(ds) v) s)",
         (BLOCK,)).fetchone()
     if count and count[0]:
         problems.append(f"{count[0]} blocks with wrong sizes, order or bounds")

@@ -43,25 +43,34 @@ WITH stats AS (
 """
 
 # Every block's bounds for the query's lexemes, read from the primary key (index-only), one row per
-# (lexeme, collection), with the arrays in binary (array_send) for numpy (parameters: collections,
-# lexemes, collections, collections).
+# (lexeme, collection), packed in one bytea of _BOUNDS records for numpy (an int array is output element by
+# element, migrations/0013) (parameters: collections, lexemes, collections, collections).
 _BLOCKS = _STATS_AND_IDF + """)
 SELECT i.lexeme, i.idf, s.avgdl, b.collection_name,
-       array_send(array_agg(b.blk ORDER BY b.blk)), array_send(array_agg(b.lo ORDER BY b.blk)),
-       array_send(array_agg(b.hi ORDER BY b.blk)), array_send(array_agg(b.n::integer ORDER BY b.blk)),
-       array_send(array_agg(b.max_tf::integer ORDER BY b.blk)), array_send(array_agg(b.min_len ORDER BY b.blk))
+       string_agg(int4send(b.blk) || int4send(b.lo) || int4send(b.hi) || int2send(b.n) || int2send(b.max_tf)
+                  || int4send(b.min_len), ''::bytea ORDER BY b.blk)
   FROM idf i
   CROSS JOIN stats s
   JOIN ragfr_lex_blocks b ON b.lexeme = i.lexeme AND b.collection_name = ANY(%s)
  GROUP BY i.lexeme, i.idf, s.avgdl, b.collection_name
 """
+_BOUNDS = np.dtype([("blk", ">i4"), ("lo", ">i4"), ("hi", ">i4"), ("n", ">i2"), ("max_tf", ">i2"),
+                    ("min_len", ">i4")])
 
-# The postings of chosen blocks, one row per block, arrays in binary (parameters: collections, lexemes,
-# blks, key indexes). Rows, not an aggregate: concatenating in SQL cost more than it saved.
+# The postings of chosen blocks, one row per block, packed (migrations/0013: big-endian int4 docnos, int2
+# tfs, int4 lens). The query's keys are sent once (parameters: collections, lexemes), then the keys read
+# whole, by one range scan each (key indexes), and the other blocks, by primary-key probes (key indexes,
+# blks). Rows, not an aggregate: concatenating in SQL cost more than it saved.
 _POSTINGS = """
-SELECT k.i, array_send(b.docnos), array_send(b.tfs), array_send(b.lens)
-  FROM unnest(%s::text[], %s::text[], %s::integer[], %s::integer[]) AS k(c, l, blk, i)
-  JOIN ragfr_lex_blocks b ON b.collection_name = k.c AND b.lexeme = k.l AND b.blk = k.blk
+WITH key AS (SELECT * FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS k(c, l, i))
+SELECT key.i, b.docnos, b.tfs, b.lens
+  FROM key JOIN ragfr_lex_blocks b ON b.collection_name = key.c AND b.lexeme = key.l
+ WHERE key.i = ANY(%s::bigint[])
+UNION ALL
+SELECT key.i, b.docnos, b.tfs, b.lens
+  FROM unnest(%s::bigint[], %s::integer[]) AS p(i, blk)
+  JOIN key ON key.i = p.i
+  JOIN ragfr_lex_blocks b ON b.collection_name = key.c AND b.lexeme = key.l AND b.blk = p.blk
 """
 
 # Candidates in rank order (score, then chunk id, as the arm ranks), each with whether it passes the
@@ -173,12 +182,8 @@ def bm25_filter_first(
     return [(r[0], float(r[1])) for r in conn.execute(query, params).fetchall()]
 
 
-def _int4s(data: bytes) -> npt.NDArray[np.int64]:
-    """Elements of an array_send'ed int4[] whose 20-byte header is cut off: length + value per element."""
-    return np.frombuffer(data, dtype=">i4").reshape(-1, 2)[:, 1].astype(np.int64)
-
-
-_INT2 = np.dtype([("len", ">i4"), ("value", ">i2")])
+# migrations/0013's packing of docnos, tfs and lens
+_PACKED = (np.dtype(">i4"), np.dtype(">i2"), np.dtype(">i4"))
 
 
 def bm25_blocks(
@@ -200,35 +205,37 @@ def bm25_blocks(
     key_term: list[int] = []
     key_coll: list[str] = []
     key_lex: list[str] = []
-    parts: list[list[npt.NDArray[np.int64]]] = [[] for _ in range(6)]
+    packed: list[bytes] = []
     keys: list[npt.NDArray[np.int64]] = []
-    for i, (lexeme, term_idf, _, coll, *arrays) in enumerate(rows):
+    for i, (lexeme, term_idf, _, coll, bounds) in enumerate(rows):
         idf[term_index[lexeme]] = float(term_idf)
         key_term.append(term_index[lexeme])
         key_coll.append(coll)
         key_lex.append(lexeme)
-        decoded = [_int4s(a[20:]) for a in arrays]  # one-dimensional, never empty
-        for j, values in enumerate(decoded):
-            parts[j].append(values)
-        keys.append(np.full(len(decoded[0]), i, dtype=np.int64))
-    blk, lo, hi, n, max_tf, min_len = (np.concatenate(p) for p in parts)
-    meta = blockmax.BlockMeta(np.concatenate(keys), blk, lo, hi, n, max_tf, min_len)
+        packed.append(bounds)
+        keys.append(np.full(len(bounds) // _BOUNDS.itemsize, i, dtype=np.int64))
+    bounds = np.frombuffer(b"".join(packed), dtype=_BOUNDS)
+    meta = blockmax.BlockMeta(np.concatenate(keys), *(bounds[f].astype(np.int64) for f in _BOUNDS.names or ()))
     term_of_key = np.array(key_term, dtype=np.int64)
+
+    key_blocks = np.bincount(meta.key, minlength=len(key_term))
 
     def fetch(mask: npt.NDArray[np.bool_]) -> list[blockmax.Postings]:
         chosen = np.flatnonzero(mask)
         key = meta.key[chosen]
-        found = conn.execute(_POSTINGS, [[key_coll[k] for k in key], [key_lex[k] for k in key],
-                                         meta.blk[chosen].tolist(), key.tolist()], binary=True).fetchall()
+        whole = np.flatnonzero(np.bincount(key, minlength=len(key_term)) == key_blocks)
+        some = ~np.isin(key, whole)
+        probe = chosen[some]
+        found = conn.execute(_POSTINGS, [key_coll, key_lex, (whole + 1).tolist(), (key[some] + 1).tolist(),
+                                         meta.blk[probe].tolist()], binary=True).fetchall()
         per_key: dict[int, list[tuple[bytes, bytes, bytes]]] = {}
-        for k, docnos, tfs, lens in found:  # 20-byte array_send headers off, blocks of a key joined
-            per_key.setdefault(k, []).append((docnos[20:], tfs[20:], lens[20:]))
+        for k, docnos, tfs, lens in found:  # blocks of a key joined; keys numbered from 1 in SQL
+            per_key.setdefault(k - 1, []).append((docnos, tfs, lens))
         out = []
         for k, blocks in per_key.items():
-            tf = np.frombuffer(b"".join(x[1] for x in blocks), dtype=_INT2)["value"]
-            contrib = blockmax.term_score(idf[term_of_key[k]], tf, _int4s(b"".join(x[2] for x in blocks)),
-                                          k1, b, avgdl)
-            out.append(blockmax.Postings(int(term_of_key[k]), _int4s(b"".join(x[0] for x in blocks)), contrib))
+            docno, tf, length = (np.frombuffer(b"".join(x[j] for x in blocks), dtype=_PACKED[j]) for j in range(3))
+            contrib = blockmax.term_score(idf[term_of_key[k]], tf, length, k1, b, avgdl)
+            out.append(blockmax.Postings(int(term_of_key[k]), docno.astype(np.int64), contrib))
         return out
 
     predicate, pparams = filters.predicate("d")

@@ -52,8 +52,11 @@ class RagfrCase:
 FORCE_HNSW = "SET LOCAL enable_sort = off"
 
 
-def ragfr_cases(k: int = K) -> list[RagfrCase]:
+def ragfr_cases(k: int = K, ef_search: int | None = None) -> list[RagfrCase]:
+    """`ef_search`: hnsw.ef_search of every case (default: the product's, SearchConfig)."""
     base = SearchConfig(k=k, rerank=False)
+    if ef_search is not None:
+        base = base.with_(ef_search=ef_search)
     cases = [
         RagfrCase("ragfr lexical arm (BM25, OR)", base.with_(semantic=False)),
         RagfrCase("ragfr vector arm (HNSW)", base.with_(lexical=False)),
@@ -71,10 +74,11 @@ def ragfr_cases(k: int = K) -> list[RagfrCase]:
 
 
 def run_latency(
-    dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int = K, warmup: int = WARMUP
+    dsn: str, queries: QuerySet, class_sizes: dict[str, int], k: int = K, warmup: int = WARMUP,
+    ef_search: int | None = None,
 ) -> dict[str, Any]:
     """`warmup` untimed turns first (0 to time a cold cache from the first query on)."""
-    cases = ragfr_cases(k)
+    cases = ragfr_cases(k, ef_search)
     samples: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cases}
     samples["owui native hybrid"] = []
     load_before = load_average()
@@ -97,7 +101,8 @@ def run_latency(
                 record = run((abs(i) + turn * stride) % n)
                 if i >= 0:
                     samples[name].append(record)
-    out: dict[str, Any] = {"k": k, "queries": len(queries), "warmup_turns": min(warmup, n),
+    out: dict[str, Any] = {"k": k, "ef_search": cases[0].config.ef_search, "queries": len(queries),
+                           "warmup_turns": min(warmup, n),
                            "load_average_before": load_before,
                            "load_average_after": load_average(), "cases": {}}
     for c in cases:

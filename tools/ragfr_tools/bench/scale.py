@@ -94,6 +94,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=int, default=100, help="timed queries per case and pass (default: 100)")
     p.add_argument("--recall-queries", type=int, default=100, help="queries for recall@10 (default: 100)")
     p.add_argument("--ef", type=int_list, default=[40, 100, 200], help="hnsw.ef_search values (default: 40,100,200)")
+    p.add_argument("--latency-ef", type=int, default=SearchConfig().ef_search,
+                   help="hnsw.ef_search of the latency passes (default: the product's, %(default)s)")
     p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE,
                    help=f"state directory of the harness's own cluster (default: {DEFAULT_STATE})")
     p.add_argument("--piaf", type=Path, default=PIAF_JSON, help=f"PIAF v1.1 JSON (default: {PIAF_JSON})")
@@ -126,7 +128,8 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
         "machine": machine(), "load_average_start": load_average(),
         "command": "python -m ragfr_tools.bench.scale " + " ".join(args.argv),
         "params": {"dims": args.dims, "geometry": args.geometry, "queries": args.queries,
-                   "recall_queries": args.recall_queries, "ef_search": args.ef, "shared_buffers": buffers,
+                   "recall_queries": args.recall_queries, "ef_search": args.ef, "latency_ef_search": args.latency_ef,
+                   "shared_buffers": buffers,
                    "build_memory": args.build_memory, "query_vector_noise": NOISE,
                    "search_config": dict(SearchConfig().__dict__),
                    "cold": "PostgreSQL restarted, the database's files evicted from the OS page cache, no warm-up",
@@ -170,9 +173,9 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
         dsn = with_database(cluster.start(sb), corpus.database)
         say(f"bench-scale: {rows} rows, shared_buffers={sb}: cold pass "
             f"({evicted['resident_after']} of {evicted['bytes']} bytes still in the page cache)")
-        cold = latency.run_latency(dsn, timed, corpus.load["class_sizes"], warmup=0)
+        cold = latency.run_latency(dsn, timed, corpus.load["class_sizes"], warmup=0, ef_search=args.latency_ef)
         say(f"bench-scale: {rows} rows, shared_buffers={sb}: warm pass")
-        warm = latency.run_latency(dsn, timed, corpus.load["class_sizes"])
+        warm = latency.run_latency(dsn, timed, corpus.load["class_sizes"], ef_search=args.latency_ef)
         section["runs"][sb] = {"server": server_settings(dsn), "eviction": evicted,
                                "resident_after_runs": cache.resident_bytes(cache.database_files(*files_of)),
                                "cold": cold, "warm": warm}

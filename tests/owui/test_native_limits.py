@@ -111,14 +111,14 @@ def test_a_stuck_search_is_cancelled_at_the_timeout_with_no_results(dsn: str, mo
 
 def test_the_operators_ef_search_is_what_the_chat_search_pins_and_logs(dsn: str, monkeypatch, caplog) -> None:
     # RAGFR_EF_SEARCH is read once at import, like the other limits: an import in a fresh process proves it.
-    env = {**os.environ, "RAGFR_EF_SEARCH": "200"}
+    env = {**os.environ, "RAGFR_EF_SEARCH": "150"}
     read = subprocess.run([sys.executable, "-c", "from ragfr.owui import native; print(native.EF_SEARCH)"],
                           env=env, capture_output=True, text=True, check=True)
-    assert read.stdout.strip() == "200"
-    assert native.EF_SEARCH == 100, "the default is SearchConfig's (and the chart's openwebui-env.yaml)"
-    monkeypatch.setattr(native, "EF_SEARCH", 200)
+    assert read.stdout.strip() == "150"
+    assert native.EF_SEARCH == 200, "the default is SearchConfig's (and the chart's openwebui-env.yaml)"
+    monkeypatch.setattr(native, "EF_SEARCH", 150)
     with caplog.at_level(logging.INFO, logger="ragfr.search"):
         result = _search(dsn)
     assert result is not None and len(result.ids[0]) == 5
     logged = [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith('{"event": "search"')]
-    assert logged and logged[-1]["settings"]["ef_search"] == 200  # SET LOCAL's value as the server returned it
+    assert logged and logged[-1]["settings"]["ef_search"] == 150  # SET LOCAL's value as the server returned it

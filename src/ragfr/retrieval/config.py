@@ -22,9 +22,10 @@ class SearchConfig:
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     # hnsw.ef_search: chosen from the recall benchmark (docs/benchmarks.md), pinned and logged per query.
-    # 200: recall@10 of the vector arm 0.994 at 100k chunks, 0.988 at 300k, 0.956 at 1M (100 gave 0.900
-    # at 1M), for about 3 ms more at 100k and 6 ms more hybrid p50 at 1M.
-    ef_search: int = 200
+    # 100: recall@10 of the vector arm 0.979 at 100k chunks, 0.951 at 300k, 0.900 at 1M. 200 (0.994, 0.988,
+    # 0.956) nearly doubled the vector arm's p50 at 100k (16.6 -> 30.3 ms, hybrid 16.8 -> 29.7): corpora above
+    # 300k set it (charts/ragfr/examples/large-corpus.yaml).
+    ef_search: int = 100
     # hnsw.iterative_scan budget: past this many visited tuples a filtered scan stops and reports underfill.
     max_scan_tuples: int = 20_000
     # Filter first: when at most this many rows pass the hard filters, score them all exactly instead of

@@ -16,7 +16,7 @@ from tests.support.paths import PIAF_JSON
 
 from ragfr.db.connect import with_database
 from ragfr.db.migrate import migrations_dir
-from ragfr_tools.bench import store, upgrade
+from ragfr_tools.bench import lexarm, store, upgrade
 from ragfr_tools.bench.corpus import CorpusSpec, read_piaf
 
 pytestmark = pytest.mark.skipif(not PIAF_JSON.is_file(), reason=f"PIAF not found at {PIAF_JSON}")
@@ -54,6 +54,10 @@ def test_a_cached_database_is_upgraded_in_place_and_reused(pg_dsn: str, tmp_path
         with psycopg.connect(reused.dsn) as conn:
             assert conn.execute("SELECT pg_typeof(docnos)::text FROM ragfr_lex_blocks LIMIT 1").fetchone() == ("bytea",)
         assert upgrade.upgrade(pg_dsn, new_name) == new_name  # nothing left to apply: left as is
+        # the before/after comparison tool reads the upgraded database: answers digested, blocks counted
+        asked = lexarm.run(reused.dsn, queries=8, rounds=2, seed=spec.seed)
+        assert asked["questions"] and all(q["digest"] and q["blocks"] >= q["blocks_read"] > 0 for q in asked["questions"])
+        assert lexarm.compare(asked, asked)["same_answers"] == len(asked["questions"])
     finally:
         store.drop(pg_dsn, old_name)
         store.drop(pg_dsn, new_name)

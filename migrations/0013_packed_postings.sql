@@ -80,8 +80,10 @@ CREATE OR REPLACE FUNCTION ragfr_lex_add(colls text[], lexemes text[], docnos in
      GROUP BY c, l, (slot - room) / 128;
 $$;
 
--- As 0010's: the block holding d is its key's last block with blk <= d; a block left empty is deleted, the
--- others are decoded once, filtered and packed again with exact bounds.
+-- As 0010's: the block holding d is its key's last block with blk <= d. Each hit block is decoded once, in
+-- place (byte offsets, no array built), its kept postings packed again with exact bounds; a block with none
+-- left is deleted. One aggregate row per hit block: the delete and the update join it on the primary key
+-- (an anti-join against the unaggregated postings was quadratic: 49 s for a 50-chunk document at 100k).
 CREATE OR REPLACE FUNCTION ragfr_lex_remove(colls text[], lexemes text[], docnos integer[]) RETURNS void
     LANGUAGE sql AS $$
     WITH hit AS (
@@ -91,27 +93,32 @@ CREATE OR REPLACE FUNCTION ragfr_lex_remove(colls text[], lexemes text[], docnos
                                WHERE b.collection_name = u.c AND b.lexeme = u.l AND b.blk <= u.d
                                ORDER BY b.blk DESC LIMIT 1) b
          GROUP BY 1, 2, 3
-    ), kept AS (
-        SELECT h.collection_name, h.lexeme, h.blk, v.*
+    ), rest AS (
+        SELECT h.collection_name, h.lexeme, h.blk, r.*
           FROM hit h
           JOIN ragfr_lex_blocks b ON b.collection_name = h.collection_name AND b.lexeme = h.lexeme AND b.blk = h.blk
-          CROSS JOIN LATERAL unnest(ragfr_lex_int4s(b.docnos), ragfr_lex_int2s(b.tfs), ragfr_lex_int4s(b.lens))
-                             WITH ORDINALITY AS v(d, tf, len, o)
-         WHERE v.d <> ALL (h.gone)
+          CROSS JOIN LATERAL (
+              SELECT string_agg(substr(b.docnos, 4 * i + 1, 4), ''::bytea ORDER BY i) AS ds,
+                     string_agg(substr(b.tfs, 2 * i + 1, 2), ''::bytea ORDER BY i) AS ts,
+                     string_agg(substr(b.lens, 4 * i + 1, 4), ''::bytea ORDER BY i) AS ls,
+                     count(*)::smallint AS k, min(v.d) AS lo, max(v.d) AS hi, max(v.tf) AS max_tf,
+                     min(v.len) AS min_len
+                FROM generate_series(0, b.n - 1) AS i
+                CROSS JOIN LATERAL (
+                    SELECT (get_byte(b.docnos, 4 * i) << 24) | (get_byte(b.docnos, 4 * i + 1) << 16)
+                           | (get_byte(b.docnos, 4 * i + 2) << 8) | get_byte(b.docnos, 4 * i + 3) AS d,
+                           ((get_byte(b.tfs, 2 * i) << 8) | get_byte(b.tfs, 2 * i + 1))::smallint AS tf,
+                           (get_byte(b.lens, 4 * i) << 24) | (get_byte(b.lens, 4 * i + 1) << 16)
+                           | (get_byte(b.lens, 4 * i + 2) << 8) | get_byte(b.lens, 4 * i + 3) AS len) v
+               WHERE v.d <> ALL (h.gone)) r
     ), emptied AS (
-        DELETE FROM ragfr_lex_blocks b USING hit h
-         WHERE b.collection_name = h.collection_name AND b.lexeme = h.lexeme AND b.blk = h.blk
-           AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.collection_name = h.collection_name
-                              AND k.lexeme = h.lexeme AND k.blk = h.blk)
+        DELETE FROM ragfr_lex_blocks b USING rest r
+         WHERE b.collection_name = r.collection_name AND b.lexeme = r.lexeme AND b.blk = r.blk AND r.k = 0
         RETURNING 1
     )
     UPDATE ragfr_lex_blocks b
-       SET docnos = f.ds, tfs = f.ts, lens = f.ls, n = f.k, lo = f.lo, hi = f.hi, max_tf = f.max_tf,
-           min_len = f.min_len
-      FROM (SELECT collection_name, lexeme, blk, string_agg(int4send(d), ''::bytea ORDER BY o) AS ds,
-                   string_agg(int2send(tf), ''::bytea ORDER BY o) AS ts,
-                   string_agg(int4send(len), ''::bytea ORDER BY o) AS ls, count(*)::smallint AS k,
-                   min(d) AS lo, max(d) AS hi, max(tf) AS max_tf, min(len) AS min_len
-              FROM kept GROUP BY 1, 2, 3) f
-     WHERE b.collection_name = f.collection_name AND b.lexeme = f.lexeme AND b.blk = f.blk;
+       SET docnos = r.ds, tfs = r.ts, lens = r.ls, n = r.k, lo = r.lo, hi = r.hi, max_tf = r.max_tf,
+           min_len = r.min_len
+      FROM rest r
+     WHERE b.collection_name = r.collection_name AND b.lexeme = r.lexeme AND b.blk = r.blk AND r.k > 0;
 $$;

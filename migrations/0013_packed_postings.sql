@@ -10,7 +10,7 @@
 -- value big-endian (int4send / int2send, PostgreSQL's binary wire format), in docno order. A block of 128
 -- postings is 1,280 bytes plus three 4-byte headers instead of three 24-byte array headers: still one inline
 -- heap tuple under the 2 kB TOAST threshold. ragfr_lex_int4s / ragfr_lex_int2s give the arrays back in SQL
--- (for removal and for checks); the lexical arm decodes the bytes with numpy.
+-- (for checks and ad-hoc queries); the lexical arm decodes the bytes with numpy, removal in place.
 --
 -- The rewrite holds an ACCESS EXCLUSIVE lock on ragfr_lex_blocks while it converts every block: writes to
 -- document_chunk and lexical searches wait for it (docs/runbooks/chart-upgrade.md gives its length).

@@ -207,13 +207,13 @@ def bm25_blocks(
     key_lex: list[str] = []
     packed: list[bytes] = []
     keys: list[npt.NDArray[np.int64]] = []
-    for i, (lexeme, term_idf, _, coll, bounds) in enumerate(rows):
+    for i, (lexeme, term_idf, _, coll, key_bounds) in enumerate(rows):
         idf[term_index[lexeme]] = float(term_idf)
         key_term.append(term_index[lexeme])
         key_coll.append(coll)
         key_lex.append(lexeme)
-        packed.append(bounds)
-        keys.append(np.full(len(bounds) // _BOUNDS.itemsize, i, dtype=np.int64))
+        packed.append(key_bounds)
+        keys.append(np.full(len(key_bounds) // _BOUNDS.itemsize, i, dtype=np.int64))
     bounds = np.frombuffer(b"".join(packed), dtype=_BOUNDS)
     meta = blockmax.BlockMeta(np.concatenate(keys), *(bounds[f].astype(np.int64) for f in _BOUNDS.names or ()))
     term_of_key = np.array(key_term, dtype=np.int64)

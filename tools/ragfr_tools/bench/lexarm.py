@@ -16,8 +16,8 @@ import argparse
 import hashlib
 import json
 import sys
-import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,10 @@ import numpy as np
 import psycopg
 
 from ragfr.analysis.french import query_terms
-from ragfr.retrieval import lexical, semantic
+from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Filters
+from ragfr_tools.bench.armtime import timed
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, read_piaf
 from ragfr_tools.bench.output import say, write_json
 from ragfr_tools.bench.queries import question_texts
@@ -56,13 +57,9 @@ def run(dsn: str, queries: int, rounds: int, seed: int) -> dict[str, Any]:
             times: list[float] = []
             for r in range(rounds):
                 stats: dict[str, int] = {}
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    conn.execute("SELECT " + semantic.NO_JIT)
-                    t = time.perf_counter()
-                    ranking = lexical.bm25_blocks(conn, terms, filters, config, stats)
-                    if r:
-                        times.append((time.perf_counter() - t) * 1000)
+                ms, ranking = timed(conn, partial(lexical.bm25_blocks, stats=stats), terms, filters, config)
+                if r:
+                    times.append(ms)
             out["questions"].append({"terms": terms, "ms": times, "digest": _digest(ranking), **stats})
             if n % 20 == 19:
                 say(f"lexarm: {n + 1}/{len(asked)} questions")

@@ -26,9 +26,10 @@ from typing import Any
 import psycopg
 
 from ragfr.analysis.french import query_terms
-from ragfr.retrieval import lexical, semantic, strategy
+from ragfr.retrieval import lexical, strategy
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.filters import Condition, Filters
+from ragfr_tools.bench.armtime import Ranking, timed
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES, read_piaf
 from ragfr_tools.bench.output import finish, say
 from ragfr_tools.bench.queries import question_texts
@@ -36,21 +37,9 @@ from ragfr_tools.bench.stats import load_average, machine, summarize
 from ragfr_tools.bench.store import SPACE_MODEL
 from ragfr_tools.repo import PIAF_JSON
 
-Ranking = list[tuple[str, float]]
-
 
 def _same(a: Ranking, b: Ranking) -> bool:
     return [x[0] for x in a] == [x[0] for x in b] and all(abs(x[1] - y[1]) <= 1e-9 for x, y in zip(a, b, strict=True))
-
-
-def _timed(conn: psycopg.Connection[Any], arm: Any, terms: list[str], filters: Filters,
-           config: SearchConfig) -> tuple[float, Ranking]:
-    with conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        conn.execute("SELECT " + semantic.NO_JIT)
-        t = time.perf_counter()
-        ranking = arm(conn, terms, filters, config)
-        return (time.perf_counter() - t) * 1000, ranking
 
 
 def run(dsn: str, queries: int, seed: int) -> dict[str, Any]:
@@ -76,8 +65,8 @@ def run(dsn: str, queries: int, seed: int) -> dict[str, Any]:
             blocks: list[float] = []
             mismatches = 0
             for terms in asked:
-                t_first, want = _timed(conn, lexical.bm25_filter_first, terms, filters, config)
-                t_blocks, got = _timed(conn, lexical.bm25_blocks, terms, filters, config)
+                t_first, want = timed(conn, lexical.bm25_filter_first, terms, filters, config)
+                t_blocks, got = timed(conn, lexical.bm25_blocks, terms, filters, config)
                 first.append(t_first)
                 blocks.append(t_blocks)
                 mismatches += not _same(got, want)

@@ -84,7 +84,7 @@ def test_ten_percent_filter_needs_the_iterative_scan_settings(migrated_db) -> No
             conn.execute("SET LOCAL hnsw.iterative_scan = off")
             off = conn.execute(q, (literal(query_direction()),)).fetchall()
         with conn.transaction():
-            settings = apply_settings(conn, SearchConfig())
+            settings = apply_settings(conn, SearchConfig(), 3000)
             on = conn.execute(q, (literal(query_direction()),)).fetchall()
         assert settings["iterative_scan"] == "relaxed_order"
         assert len(on) == 10

@@ -115,7 +115,11 @@ def test_the_operators_ef_search_is_what_the_chat_search_pins_and_logs(dsn: str,
     read = subprocess.run([sys.executable, "-c", "from ragfr.owui import native; print(native.EF_SEARCH)"],
                           env=env, capture_output=True, text=True, check=True)
     assert read.stdout.strip() == "150"
-    assert native.EF_SEARCH == 100, "the default is SearchConfig's (and the chart's openwebui-env.yaml)"
+    for value, shown in (("auto", "None"), ("0", "ef_search must be 'auto' or an integer from 1 to 1000")):
+        got = subprocess.run([sys.executable, "-c", "from ragfr.owui import native; print(native.EF_SEARCH)"],
+                             env={**os.environ, "RAGFR_EF_SEARCH": value}, capture_output=True, text=True)
+        assert shown in got.stdout + got.stderr, "auto is the size rule; a bad value stops the import, named"
+    assert native.EF_SEARCH is None, "the default is auto, SearchConfig's (and the chart's openwebui-env.yaml)"
     monkeypatch.setattr(native, "EF_SEARCH", 150)
     with caplog.at_level(logging.INFO, logger="ragfr.search"):
         result = _search(dsn)

@@ -9,7 +9,8 @@ import psycopg
 import pytest
 from tests.support.geometry import at_cosine, insert, literal, query_direction
 
-from ragfr.retrieval.config import SearchConfig
+from ragfr.errors import ConfigError
+from ragfr.retrieval.config import SearchConfig, ef_search_for, parse_ef_search
 from ragfr.retrieval.filters import Condition
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.strategy import exact_threshold
@@ -141,3 +142,71 @@ def test_unfiltered_small_collection_is_scored_exactly_large_one_walked(conn) ->
     exact = search(conn, "texte", collections=["kb"], query_vector=Q, config=config.with_(exact_cost_ratio=10.0))
     assert exact.arms["semantic"].strategy == "exact" and exact.arms["semantic"].passing == ROWS
     assert [h.id for h in exact.hits] == [i for i, _ in _exact(conn, 10)]
+
+
+def test_a_walk_no_row_can_fail_skips_the_iterative_scan_and_finds_the_same_rows(conn) -> None:
+    # depth 40 of 400 rows, ef_search 60: the walk is approximate, so "the same rows" is a real comparison.
+    # A condition every row passes makes the arm walk iteratively, as any filtered walk does.
+    config = SearchConfig(k=40, lexical=False, semantic_depth=40, ef_search=60, exact_cost_ratio=0.1)
+    whole = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
+    every = search(conn, "texte", collections=["kb"], conditions=[Condition("cls", "in", ("a", "b"))],
+                   query_vector=Q, config=config)
+    assert (whole.arms["semantic"].strategy, every.arms["semantic"].strategy) == ("hnsw", "hnsw")
+    assert (whole.arms["semantic"].iterative_scan, every.arms["semantic"].iterative_scan) == ("off", "relaxed_order")
+    assert [(h.id, h.semantic_score) for h in whole.hits] == [(h.id, h.semantic_score) for h in every.hits]
+    assert len(whole.hits) == 40
+    # The transaction's setting is back to relaxed_order after the walk (SET LOCAL, restored).
+    with conn.transaction():
+        search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
+        assert conn.execute("SELECT current_setting('hnsw.iterative_scan')").fetchone() == ("relaxed_order",)
+    # ef_search below the depth: the first batch could not hold `depth` rows, so the walk iterates.
+    low = search(conn, "texte", collections=["kb"], query_vector=Q, config=config.with_(ef_search=20))
+    assert low.arms["semantic"].iterative_scan == "relaxed_order" and len(low.hits) == 40
+
+
+def test_searching_part_of_the_graph_walks_iteratively_and_a_short_first_batch_walks_again(conn) -> None:
+    rng = random.Random(5)
+    # A second collection whose rows are all nearer the query than any of kb's but the 30 NEAR ones.
+    insert(conn, [(f"z{i:03d}", at_cosine(rng.uniform(0.6, 0.8), rng), "other", "texte", {}) for i in range(200)])
+    config = SearchConfig(k=40, lexical=False, semantic_depth=40, ef_search=60, exact_cost_ratio=0.1)
+    part = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
+    assert part.arms["semantic"].iterative_scan == "relaxed_order"
+    assert len(part.hits) == 40 and all(h.id.startswith("r") for h in part.hits)
+    # Statistics that (wrongly) say kb is the whole graph: the arm tries the single batch, which comes back
+    # with fewer than 40 of kb's rows, and walks again iteratively: the same answer, nothing short. This
+    # edits the collection statistics inside a rolled-back transaction to fix that geometry; the product
+    # keeps them exact (the BM25 triggers).
+    with conn.transaction(force_rollback=True):
+        conn.execute("DELETE FROM ragfr_collection_stats WHERE collection_name = 'other'")
+        stale = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
+    assert stale.arms["semantic"].iterative_scan == "relaxed_order"
+    assert [h.id for h in stale.hits] == [h.id for h in part.hits] and not stale.underfilled
+
+
+def test_ef_search_rule_by_graph_size() -> None:
+    assert (ef_search_for(0), ef_search_for(300_000), ef_search_for(300_001), ef_search_for(10**7)) == (
+        100, 100, 200, 200)
+    assert SearchConfig().ef_search is None and SearchConfig().ef_search_at(1_000_000) == 200
+    assert SearchConfig(ef_search=64).ef_search_at(1_000_000) == 64
+    assert (parse_ef_search("auto"), parse_ef_search(" AUTO "), parse_ef_search("150"), parse_ef_search(None)) == (
+        None, None, 150, None)
+    for bad in ("0", "1001", "cent", "", "1.5"):
+        with pytest.raises(ConfigError, match="ef_search must be 'auto' or an integer from 1 to 1000"):
+            parse_ef_search(bad)
+    for value in (0, 1001, True, "100"):
+        with pytest.raises(ConfigError, match="ef_search must be None"):
+            SearchConfig(ef_search=value)  # type: ignore[arg-type]
+
+
+def test_the_size_rule_sets_ef_search_from_the_graph_and_logs_it(conn) -> None:
+    config = SearchConfig(k=10, lexical=False, semantic_depth=10)
+    small = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
+    assert (small.settings["ef_search"], small.settings["ef_search_rule"]) == (100, "graph size")
+    # The graph's size comes from the collection statistics; claiming 400k rows (in a rolled-back
+    # transaction: a test cannot load 400k chunks) must move the walk to the upper tier.
+    with conn.transaction(force_rollback=True):
+        conn.execute("UPDATE ragfr_collection_stats SET n_docs = 400000 WHERE collection_name = 'kb'")
+        large = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
+    assert (large.settings["ef_search"], large.settings["ef_search_rule"]) == (200, "graph size")
+    pinned = search(conn, "texte", collections=["kb"], query_vector=Q, config=config.with_(ef_search=64))
+    assert (pinned.settings["ef_search"], pinned.settings["ef_search_rule"]) == (64, "pinned")

@@ -27,7 +27,7 @@ from ragfr import metrics
 from ragfr.db.connect import normalize_dsn, redact
 from ragfr.errors import RagfrError
 from ragfr.retrieval import hybrid
-from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.config import SearchConfig, parse_ef_search
 from ragfr.retrieval.filters import from_mapping
 from ragfr.retrieval.hybrid import SearchTimeoutError
 from ragfr.retrieval.types import SearchResult
@@ -43,9 +43,9 @@ POOL_SIZE = int(os.environ.get("RAGFR_OWUI_POOL_SIZE", "4"))
 # How long a search waits for a free connection before it gives up with no results (and says why).
 POOL_WAIT_S = float(os.environ.get("RAGFR_OWUI_POOL_WAIT_S", "10"))
 STATEMENT_TIMEOUT_MS = int(os.environ.get("RAGFR_STATEMENT_TIMEOUT_MS", "10000"))
-# hnsw.ef_search of the chat's searches (pinned per search and logged with it): recall@10 falls with the
-# corpus size at a fixed value (0.977 at 100k, 0.951 at 300k for 100; docs/benchmarks.md "Scale").
-EF_SEARCH = int(os.environ.get("RAGFR_EF_SEARCH", str(SearchConfig.ef_search)))
+# hnsw.ef_search of the chat's searches (pinned per search and logged with it): "auto" (default) sets it by
+# the graph's size, as recall@10 falls with the corpus size at a fixed value (ragfr.retrieval.config).
+EF_SEARCH = parse_ef_search(os.environ.get("RAGFR_EF_SEARCH", "auto"))
 _pools: dict[tuple[str, str], ConnectionPool] = {}
 _pools_lock = threading.Lock()
 

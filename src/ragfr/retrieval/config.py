@@ -21,11 +21,9 @@ class SearchConfig:
     lexical_ranking: str = "bm25"
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
-    # hnsw.ef_search: chosen from the recall benchmark (docs/benchmarks.md), pinned and logged per query.
-    # 100: recall@10 of the vector arm 0.979 at 100k chunks, 0.951 at 300k, 0.900 at 1M. 200 (0.994, 0.988,
-    # 0.956) nearly doubled the vector arm's p50 at 100k (16.6 -> 30.3 ms, hybrid 16.8 -> 29.7): corpora above
-    # 300k set it (charts/ragfr/examples/large-corpus.yaml).
-    ef_search: int = 100
+    # hnsw.ef_search, pinned and logged per query. None (default, "auto"): set by the graph's size
+    # (ef_search_for), so recall holds as the corpus grows; a number pins it whatever the size.
+    ef_search: int | None = None
     # hnsw.iterative_scan budget: past this many visited tuples a filtered scan stops and reports underfill.
     max_scan_tuples: int = 20_000
     # Filter first: when at most this many rows pass the hard filters, score them all exactly instead of
@@ -47,7 +45,10 @@ class SearchConfig:
     statement_timeout_ms: int = 10_000
 
     def __post_init__(self) -> None:
-        for name in ("k", "lexical_depth", "semantic_depth", "rrf_k", "ef_search", "max_scan_tuples",
+        if self.ef_search is not None and (type(self.ef_search) is not int or not 1 <= self.ef_search <= 1000):
+            raise ConfigError(f"ef_search must be None (auto) or an integer from 1 to 1000 (pgvector's limit), "
+                              f"got {self.ef_search!r}")
+        for name in ("k", "lexical_depth", "semantic_depth", "rrf_k", "max_scan_tuples",
                      "rerank_top_n", "rerank_keep", "statement_timeout_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -57,8 +58,6 @@ class SearchConfig:
         for name in ("exact_cost_ratio", "lexical_probe_cost_ratio"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
-        if self.ef_search > 1000:
-            raise ConfigError(f"ef_search must be at most 1000 (pgvector's limit), got {self.ef_search}")
         if not (self.lexical or self.semantic):
             raise ConfigError("at least one arm (lexical or semantic) must be enabled")
         if self.lexical_ranking not in ("bm25", "ts_rank_cd"):
@@ -70,3 +69,35 @@ class SearchConfig:
 
     def with_(self, **changes: Any) -> SearchConfig:
         return replace(self, **changes)
+
+    def ef_search_at(self, indexed: int) -> int:
+        """hnsw.ef_search for a graph of `indexed` rows: the pinned value, else the size rule."""
+        return self.ef_search if self.ef_search is not None else ef_search_for(indexed)
+
+
+# The size rule: the smallest ef_search whose recall@10 of the vector arm was >= 0.95 at the largest size of
+# its tier (make bench-scale, lowrank geometry; docs/benchmarks.md, "Scale"). ef_search 100: 0.979 at 100k
+# chunks, 0.951 at 300k, 0.900 at 1M; 200: 0.994, 0.988, 0.956. 100 up to 300k rows keeps small corpora fast
+# (200 nearly doubled the vector arm at 100k, 16.6 -> 30.3 ms p50). Nothing above 1M was measured: 200 stays.
+EF_SEARCH_TIERS: tuple[tuple[int, int], ...] = ((300_000, 100),)
+EF_SEARCH_ABOVE = 200
+
+
+def ef_search_for(indexed: int) -> int:
+    for most_rows, ef_search in EF_SEARCH_TIERS:
+        if indexed <= most_rows:
+            return ef_search
+    return EF_SEARCH_ABOVE
+
+
+def parse_ef_search(value: object) -> int | None:
+    """`auto` (or None) -> None, the size rule; else an integer in 1..1000 (pgvector's limit)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
+    try:
+        number = int(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+    except ValueError:
+        number = None
+    if number is None or not 1 <= number <= 1000:
+        raise ConfigError(f"ef_search must be 'auto' or an integer from 1 to 1000 (pgvector's limit), got {value!r}")
+    return number

@@ -133,8 +133,8 @@ def _search(
         with conn.transaction():
             if began:
                 conn.execute(_ONE_SNAPSHOT)
-            settings = semantic.apply_settings(conn, config)
             searched, indexed = _rows_in(conn, filters.collections)
+            settings = semantic.apply_settings(conn, config, indexed)
             pending: Future[_LexicalOutcome] | None = None
             lex_out: _LexicalOutcome | None = None
             if config.lexical and vector is not None and lexical_conn is not None:

@@ -13,6 +13,11 @@ filter returns about 10% of LIMIT. We set, per transaction and logged with the r
                        passing rows: filtered recall@10 0.998 vs 0.867 for strict_order at 10 % of 100k,
                        and 11 % faster, docs/benchmarks.md),
   hnsw.max_scan_tuples the budget; if it runs out first the arm reports underfill with counts.
+A walk that no row can fail (no metadata condition, the searched collections are the whole graph, and
+ef_search >= depth) runs with the iterative scan off: its first batch is already the answer, and the
+iterative scan's bookkeeping of discarded candidates cost 2-2.5 ms of a 13 ms walk at 1M chunks, ef_search
+200, with the same 50 rows for 100 of 100 questions (docs/benchmarks.md). Should it come back short all
+the same (rows of another embedding model in the graph), it is walked again iteratively.
 Without metadata conditions the collections' row count (kept by the BM25 triggers) decides, with no scan.
 
 With the half-precision index (migration 0011) the walk orders candidates by halfvec distance; each
@@ -67,20 +72,23 @@ def vector_literal(vector: list[float]) -> str:
 # filtered walk at 100k chunks (EXPLAIN ANALYZE, docs/benchmarks.md): a retrieval statement is short, the
 # compilation is paid again by every query.
 NO_JIT = "set_config('jit', 'off', true)"
+ITERATIVE = "relaxed_order"
 
 
-def apply_settings(conn: psycopg.Connection[Any], config: SearchConfig) -> dict[str, Any]:
+def apply_settings(conn: psycopg.Connection[Any], config: SearchConfig, indexed: int) -> dict[str, Any]:
     """SET LOCAL the HNSW settings (the caller holds a transaction) and return them as applied (set_config
-    returns the value now in force), with the live index's precision, in one round trip."""
+    returns the value now in force), with the live index's precision, in one round trip. `indexed`: rows
+    in the graph, which set ef_search when the config leaves it to the size rule."""
     row = conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', '" + ITERATIVE + "', true),"
         " set_config('hnsw.max_scan_tuples', %s, true), set_config('statement_timeout', %s, true),"
         " (" + vector_index.PRECISION_SQL + "), " + NO_JIT,
-        (str(config.ef_search), str(config.max_scan_tuples), f"{config.statement_timeout_ms}ms",
+        (str(config.ef_search_at(indexed)), str(config.max_scan_tuples), f"{config.statement_timeout_ms}ms",
          vector_index.INDEX),
     ).fetchone()
     assert row is not None
-    return {"ef_search": int(row[0]), "iterative_scan": row[1], "max_scan_tuples": int(row[2]),
+    return {"ef_search": int(row[0]), "ef_search_rule": "pinned" if config.ef_search is not None else "graph size",
+            "iterative_scan": row[1], "max_scan_tuples": int(row[2]),
             "statement_timeout": row[3], "vector_index": vector_index.precision_of(row[4]), "jit": row[5]}
 
 
@@ -88,7 +96,8 @@ def threshold_for(config: SearchConfig, indexed: int) -> int:
     """Most passing rows that are scored exactly: pinned by `exact_threshold`, else the cost rule."""
     if config.exact_threshold is not None:
         return max(config.exact_threshold, config.semantic_depth)
-    return strategy.exact_threshold(indexed, config.semantic_depth, config.ef_search, config.exact_cost_ratio)
+    return strategy.exact_threshold(indexed, config.semantic_depth, config.ef_search_at(indexed),
+                                    config.exact_cost_ratio)
 
 
 def nearest(
@@ -124,7 +133,13 @@ def nearest(
         small, rows = _exact(conn, filters, literal, threshold, depth, report)
     if not small:
         report.strategy = "hnsw"
-        rows = _walk(conn, filters, vector, literal, precision, depth)
+        whole_graph = not filters.conditions and (indexed is None or indexed == searched)
+        iterate = not (whole_graph and config.ef_search_at(indexed or searched) >= depth)
+        rows = _walk(conn, filters, vector, literal, precision, depth, iterate)
+        if not iterate and len(rows) < depth:
+            iterate = True
+            rows = _walk(conn, filters, vector, literal, precision, depth, iterate)
+        report.iterative_scan = ITERATIVE if iterate else "off"
         if len(rows) < depth and not count_first:
             # The estimate said many rows pass, yet the walk came back short: fewer may pass than it
             # thought. Count and score them before calling anything an underfill.
@@ -168,16 +183,21 @@ def _exact(
 
 def _walk(
     conn: psycopg.Connection[Any], filters: Filters, vector: list[float], literal: str, precision: Precision,
-    depth: int,
+    depth: int, iterate: bool,
 ) -> list[Any]:
     predicate, pparams = filters.predicate("d")
     order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, len(vector))
     # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
     # reading every passing row and sorting them (62-68 ms vs 10 ms at 10k chunks, docs/benchmarks.md).
     # Not prepared, so no cached plan outlives this setting.
-    previous = conn.execute("SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)").fetchone()
+    previous = conn.execute(
+        "SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true),"
+        " current_setting('hnsw.iterative_scan'), set_config('hnsw.iterative_scan', %s, true)",
+        (ITERATIVE if iterate else "off",),
+    ).fetchone()
     rows = conn.execute(
         sql.SQL(_HNSW).format(predicate=predicate, order=order), [literal, *pparams, literal, depth], prepare=False
     ).fetchall()
-    conn.execute("SELECT set_config('enable_sort', %s, true)", (previous[0] if previous else "on",))
+    conn.execute("SELECT set_config('enable_sort', %s, true), set_config('hnsw.iterative_scan', %s, true)",
+                 (previous[0], previous[2]) if previous else ("on", ITERATIVE))
     return rows

@@ -40,6 +40,8 @@ class ArmReport:
     underfilled: bool = False
     reason: str | None = None
     floor_cut: int = 0  # rows dropped below the similarity floor
+    # vector arm, "hnsw": hnsw.iterative_scan of its walk ("off" when no row could fail the filters)
+    iterative_scan: str | None = None
 
 
 @dataclass

@@ -33,11 +33,12 @@ from ragfr_tools.bench.store import SPACE_MODEL
 
 
 def _walk_ms(conn: psycopg.Connection[Any], filters: Filters, vec: str, precision: vector_index.Precision,
-             dims: int, config: SearchConfig) -> tuple[float, int]:
+             dims: int, config: SearchConfig, total: int) -> tuple[float, int]:
     predicate, params = filters.predicate("d")
     order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, dims)
     with conn.transaction():
-        semantic.apply_settings(conn, config)
+        # relaxed_order, as for any filtered walk (the unfiltered class too: the calibration times walks alike)
+        semantic.apply_settings(conn, config, total)
         conn.execute("SET LOCAL enable_sort = off")
         t = time.perf_counter()
         rows = conn.execute(sql.SQL(semantic._HNSW).format(predicate=predicate, order=order),
@@ -58,12 +59,14 @@ def run(dsn: str, queries: int) -> dict[str, Any]:
     config = SearchConfig()
     out: dict[str, Any] = {"benchmark": "filter-cost-calibration",
                            "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
-                           "load_average_start": load_average(), "ef_search": config.ef_search,
+                           "load_average_start": load_average(),
                            "depth": config.semantic_depth, "classes": {}}
     with psycopg.connect(dsn, autocommit=True) as conn:
         total = int(conn.execute("SELECT count(*) FROM document_chunk").fetchone()[0])  # type: ignore[index]
+        ef_search = config.ef_search_at(total)
+        out["ef_search"] = ef_search
         with conn.transaction():
-            precision = semantic.apply_settings(conn, config)["vector_index"]
+            precision = semantic.apply_settings(conn, config, total)["vector_index"]
         vecs = [str(r[0]) for r in conn.execute(
             "SELECT vector::text FROM document_chunk ORDER BY md5(id) LIMIT %s", (queries,))]
         dims = len(vecs[0].split(","))
@@ -73,12 +76,12 @@ def run(dsn: str, queries: int) -> dict[str, Any]:
         cases += [(name, (Condition("sel", "eq", (name,)),)) for name, _ in by_size]
         for name, conditions in cases:
             filters = Filters((COLLECTION,), conditions, embedding_model=SPACE_MODEL)
-            walks = [_walk_ms(conn, filters, v, precision, dims, config) for v in vecs]
+            walks = [_walk_ms(conn, filters, v, precision, dims, config, total) for v in vecs]
             exacts = [_exact_ms(conn, filters, v, config) for v in vecs]
             walk_ms = statistics.median(w[0] for w in walks[2:])
             exact_ms = statistics.median(e[0] for e in exacts[2:])
             passing = exacts[0][1]
-            visits = max(config.ef_search, config.semantic_depth * total / max(passing, 1))
+            visits = max(ef_search, config.semantic_depth * total / max(passing, 1))
             out["classes"][name] = {
                 "passing": passing, "walk_ms_p50": round(walk_ms, 2), "walk_returned_min": min(w[1] for w in walks),
                 "exact_ms_p50": round(exact_ms, 2), "modelled_visits": round(visits),

@@ -53,7 +53,7 @@ FORCE_HNSW = "SET LOCAL enable_sort = off"
 
 
 def ragfr_cases(k: int = K, ef_search: int | None = None) -> list[RagfrCase]:
-    """`ef_search`: hnsw.ef_search of every case (default: the product's, SearchConfig)."""
+    """`ef_search`: hnsw.ef_search of every case (default: the product's size rule, SearchConfig)."""
     base = SearchConfig(k=k, rerank=False)
     if ef_search is not None:
         base = base.with_(ef_search=ef_search)
@@ -101,7 +101,8 @@ def run_latency(
                 record = run((abs(i) + turn * stride) % n)
                 if i >= 0:
                     samples[name].append(record)
-    out: dict[str, Any] = {"k": k, "ef_search": cases[0].config.ef_search, "queries": len(queries),
+    ef_search = cases[0].config.ef_search
+    out: dict[str, Any] = {"k": k, "ef_search": "auto" if ef_search is None else ef_search, "queries": len(queries),
                            "warmup_turns": min(warmup, n),
                            "load_average_before": load_before,
                            "load_average_after": load_average(), "cases": {}}
@@ -131,6 +132,8 @@ def _ragfr_runner(
             "lexical_ms": result.timings_ms.get("lexical"), "semantic_ms": result.timings_ms.get("semantic"),
             "lexical_returned": result.arms["lexical"].returned if "lexical" in result.arms else None,
             "strategy": result.arms["semantic"].strategy if "semantic" in result.arms else None,
+            "iterative_scan": result.arms["semantic"].iterative_scan if "semantic" in result.arms else None,
+            "ef_search": result.settings.get("ef_search"),
             "off_filter": sum(1 for h in result.hits if case.sel and h.metadata.get("sel") != case.sel),
         }
 
@@ -163,6 +166,8 @@ def _ragfr_summary(rows: list[dict[str, Any]], case: RagfrCase, class_sizes: dic
     strategies = sorted({r["strategy"] for r in rows if r["strategy"]})
     if strategies:
         out["vector_strategy"] = strategies
+        out["ef_search"] = sorted({r["ef_search"] for r in rows})
+        out["walk_iterative_scan"] = sorted({r["iterative_scan"] for r in rows if r["iterative_scan"]})
     if case.sel:
         passing = class_sizes.get(case.sel, 0)
         out["passing_rows"] = passing

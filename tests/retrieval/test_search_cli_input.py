@@ -148,3 +148,16 @@ def test_reranker_present_in_the_cache_passes_the_check(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
                           env={**os.environ, "HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
     assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_ef_search_is_auto_by_default_pinned_on_request_and_checked(kb, capsys) -> None:
+    rc, out, _ = _search(capsys, kb, "--collection", "contrat", "franchise")
+    assert rc == 0 and "(ef_search=100 (graph size) " in out, out
+    rc, out, _ = _search(capsys, kb, "--collection", "contrat", "--ef-search", "64", "franchise")
+    assert rc == 0 and "(ef_search=64 (pinned) " in out, out
+    for bad in ("0", "cent"):
+        with pytest.raises(SystemExit) as exited:
+            _search(capsys, kb, "--collection", "contrat", "--ef-search", bad, "franchise")
+        assert exited.value.code == 2
+        assert f"ef_search must be 'auto' or an integer from 1 to 1000 (pgvector's limit), got '{bad}'" in (
+            capsys.readouterr().err)

@@ -15,7 +15,8 @@ from ragfr.retrieval.filters import GRAMMAR
 EPILOG = """\
 how it ranks:
   lexical arm   French BM25 (Snowball stems, accents folded) on chunks containing ANY query term
-  vector arm    cosine on the HNSW index, hnsw.ef_search pinned, iterative scan relaxed_order, float32 re-sort
+  vector arm    cosine on the HNSW index, hnsw.ef_search by graph size (or --ef-search), pinned and printed;
+                iterative scan relaxed_order when a filter can reject rows; float32 re-sort
   fusion        Reciprocal Rank Fusion (k=60), ties broken by chunk id
   rerank        cross-encoder on the top 10 fused chunks, keeps 3 (--no-rerank: the fused top -k)
 Filters are hard constraints applied inside both arms. If a filtered arm hits its scan budget before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import psycopg
 import pytest
 from tests.support.geometry import at_cosine, insert, literal, query_direction
@@ -13,6 +14,7 @@ from ragfr.errors import ConfigError
 from ragfr.retrieval.config import SearchConfig, ef_search_for, parse_ef_search
 from ragfr.retrieval.filters import Condition
 from ragfr.retrieval.hybrid import search
+from ragfr.retrieval.semantic import vector_literal
 from ragfr.retrieval.strategy import exact_threshold
 
 Q = query_direction()
@@ -210,3 +212,18 @@ def test_the_size_rule_sets_ef_search_from_the_graph_and_logs_it(conn) -> None:
     assert (large.settings["ef_search"], large.settings["ef_search_rule"]) == (200, "graph size")
     pinned = search(conn, "texte", collections=["kb"], query_vector=Q, config=config.with_(ef_search=64))
     assert (pinned.settings["ef_search"], pinned.settings["ef_search_rule"]) == (64, "pinned")
+
+
+def test_the_query_literal_gives_the_server_the_same_values_as_repr(conn) -> None:
+    rng = random.Random(3)
+    model_output = np.asarray([rng.gauss(0, 0.05) for _ in range(1024)], dtype=np.float32).tolist()
+    doubles = [rng.uniform(-1, 1) for _ in range(1024)]  # full double precision: rounded to float4 either way
+    edges = [0.0, -0.0, 1e-40, -1.4e-45, 3.4028234663852886e38, 1.1754943508222875e-38, 0.1, 1 / 3]
+    for vector in (model_output, doubles, edges):
+        written = vector_literal(vector)
+        as_repr = "[" + ",".join(map(repr, vector)) + "]"
+        assert len(written) <= len(as_repr)
+        assert conn.execute("SELECT %s::vector::text = %s::vector::text", (written, as_repr)).fetchone() == (True,)
+        if max(map(abs, vector)) <= 65504:  # what a halfvec holds: the walk's cast of the same literal
+            assert conn.execute("SELECT %s::halfvec::text = %s::halfvec::text", (written, as_repr)).fetchone() == (
+                True,)

@@ -118,8 +118,7 @@ def _search(
     timings: dict[str, float] = {}
     # Every statement runs inside a transaction block so that a non-autocommit caller is left idle, never
     # "idle in transaction" (an open transaction would block `ragfr embeddings migrate`'s DDL).
-    with conn.transaction():
-        space = read_space(conn)
+    space = _read_space(conn)
     filters = Filters(tuple(collections), tuple(conditions), embedding_model=space.model)
     vector = _query_vector(query, query_vector, embedder, space) if config.semantic else None
     timings["embed"] = elapsed_ms(started)
@@ -145,9 +144,11 @@ def _search(
             try:
                 if vector is not None:
                     t = time.perf_counter()
+                    # In a transaction of its own, only the exact fallback (a sort is its only plan) and
+                    # _fetch (no sort) follow the walk before COMMIT resets its settings.
                     sem, arms["semantic"] = semantic.nearest(
                         conn, vector, filters, config, searched, indexed=indexed,
-                        precision=settings["vector_index"])
+                        precision=settings["vector_index"], restore=not began)
                     rankings["semantic"] = [c.id for c in sem]
                     sem_scores = {c.id: c.similarity for c in sem}
                     timings["semantic"] = elapsed_ms(t)
@@ -216,6 +217,15 @@ _LexicalOutcome = tuple[list[lexical.LexicalCandidate], ArmReport, float]
 # First statement of a search's transaction: all its statements see the same rows (never a serialization
 # failure: the transaction writes nothing).
 _ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+
+def _read_space(conn: psycopg.Connection[Any]) -> EmbeddingSpace:
+    # One statement: on an idle autocommit connection it is a transaction of its own (one round trip, not
+    # BEGIN, SELECT, COMMIT); otherwise a transaction block keeps a non-autocommit caller idle afterwards.
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        return read_space(conn)
+    with conn.transaction():
+        return read_space(conn)
 
 
 def _lexical_arm(

@@ -37,3 +37,14 @@ def bounded_number(unit: str, upper: float) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def ef_search_arg(text: str) -> int | None:
+    """An argparse `type` for hnsw.ef_search: `auto` (None, the size rule) or 1-1000."""
+    from ragfr.errors import ConfigError
+    from ragfr.retrieval.config import parse_ef_search
+
+    try:
+        return parse_ef_search(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

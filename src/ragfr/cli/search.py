@@ -7,9 +7,7 @@ import json
 import os
 from typing import Any
 
-from ragfr.cli.common import add_dsn, require_dsn
-from ragfr.errors import ConfigError
-from ragfr.retrieval.config import parse_ef_search
+from ragfr.cli.common import add_dsn, ef_search_arg, require_dsn
 from ragfr.retrieval.filters import GRAMMAR
 
 EPILOG = """\
@@ -36,13 +34,6 @@ examples:
 """
 
 
-
-def _ef_search_arg(text: str) -> int | None:
-    try:
-        return parse_ef_search(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
 def add_search_options(p: argparse.ArgumentParser) -> None:
     add_dsn(p)
     p.add_argument("--collection", action="append", required=True, metavar="NAME",
@@ -57,7 +48,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reranker", default=os.environ.get("RAGFR_RERANKER", "cross-encoder/ms-marco-MiniLM-L-6-v2"),
                    help="cross-encoder name or local path (default $RAGFR_RERANKER or ms-marco-MiniLM-L-6-v2)")
     p.add_argument("--rerank-candidates", type=int, default=10, help="fused chunks the reranker sees (default 10)")
-    p.add_argument("--ef-search", type=_ef_search_arg, default=None, metavar="N|auto",
+    p.add_argument("--ef-search", type=ef_search_arg, default=None, metavar="N|auto",
                    help="hnsw.ef_search, 1-1000 (default auto: 100 up to 300k chunks in the graph, 200 above, "
                         "from the recall benchmark; the value used is printed with the results)")
     p.add_argument("--lexical-only", action="store_true", help="only the French BM25 arm")

@@ -116,8 +116,8 @@ def _search(
     query = validate_query(query)
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    # Every statement runs inside a transaction block so that a non-autocommit caller is left idle, never
-    # "idle in transaction" (an open transaction would block `ragfr embeddings migrate`'s DDL).
+    # Every statement runs in a transaction that ends with it (a block, or an autocommit statement) so that a
+    # caller is left idle, never "idle in transaction" (that would block `ragfr embeddings migrate`'s DDL).
     space = _read_space(conn)
     filters = Filters(tuple(collections), tuple(conditions), embedding_model=space.model)
     vector = _query_vector(query, query_vector, embedder, space) if config.semantic else None

@@ -34,9 +34,10 @@ from typing import Any
 
 import psycopg
 
+from ragfr.cli.common import ef_search_arg
 from ragfr.db.connect import with_database
 from ragfr.errors import ConfigError, RagfrError
-from ragfr.retrieval.config import SearchConfig, parse_ef_search
+from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import cache, latency, recall, scale_report, store
 from ragfr_tools.bench.args import corpus_sizes, int_list
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
@@ -94,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", type=int, default=100, help="timed queries per case and pass (default: 100)")
     p.add_argument("--recall-queries", type=int, default=100, help="queries for recall@10 (default: 100)")
     p.add_argument("--ef", type=int_list, default=[40, 100, 200], help="hnsw.ef_search values (default: 40,100,200)")
-    p.add_argument("--latency-ef", type=parse_ef_search, default=None, metavar="N|auto",
+    p.add_argument("--latency-ef", type=ef_search_arg, default=None, metavar="N|auto",
                    help="hnsw.ef_search of the latency passes (default: auto, the product's size rule)")
     p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE,
                    help=f"state directory of the harness's own cluster (default: {DEFAULT_STATE})")

@@ -83,3 +83,15 @@ def test_memory_sampler_is_none_for_a_server_that_is_not_local() -> None:
             return Row()
 
     assert ClusterMemory.of(Remote()) is None  # type: ignore[arg-type]
+
+
+def test_recall_alone_skips_the_latency_passes(state_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "recall.json"
+    code = scale.main(["--sizes", "2000", "--dims", "16", "--recall-queries", "4", "--ef", "40,100",
+                       "--shared-buffers", "128MB", "--skip-latency", "--state-dir", str(state_dir),
+                       "--piaf", str(PIAF_JSON), "--out", str(out)])
+    assert code == 0
+    section = json.loads(out.read_text())["sizes"]["2000"]
+    assert section["runs"] == {}
+    assert set(section["recall"]["ragfr_vector_arm"]) == {"40", "100"}
+    assert "latency not measured (--skip-latency)" in scale_report.markdown(json.loads(out.read_text()))

@@ -103,6 +103,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=CorpusSpec.seed, help="generator seed (default: %(default)s)")
     p.add_argument("--no-reuse", action="store_true", help="rebuild the corpus databases even if cached")
     p.add_argument("--skip-recall", action="store_true", help="leave out the recall@10 table")
+    p.add_argument("--skip-latency", action="store_true",
+                   help="leave out the cold and warm latency passes (load, footprint and recall only)")
     p.add_argument("--keep-running", action="store_true", help="leave the cluster running at the end")
     p.add_argument("--out", type=Path, help="write the JSON result here")
     return p
@@ -168,7 +170,7 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
     timed = queries.head(args.queries)
     section["runs"] = {}
     dsn = corpus.dsn
-    for sb in buffers:
+    for sb in [] if args.skip_latency else buffers:
         cluster.stop()
         evicted = cache.evict(cache.database_files(*files_of))
         dsn = with_database(cluster.start(sb), corpus.database)
@@ -181,7 +183,8 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
                                "resident_after_runs": cache.resident_bytes(cache.database_files(*files_of)),
                                "cold": cold, "warm": warm}
     if not args.skip_recall:
-        say(f"bench-scale: {rows} rows: recall@10 at ef_search {args.ef} (shared_buffers={buffers[-1]}, warm)")
+        sb = max(buffers, key=_bytes) if args.skip_latency else buffers[-1]
+        say(f"bench-scale: {rows} rows: recall@10 at ef_search {args.ef} (shared_buffers={sb})")
         section["recall"] = recall.run_recall(dsn, queries.head(args.recall_queries), args.ef)
     return section
 

@@ -58,6 +58,8 @@ def _pp(summary: dict[str, Any] | None) -> str:
 
 def latency_table(n: str, s: dict[str, Any]) -> str:
     runs = s["runs"]
+    if not runs:
+        return f"#### {_k(n)} chunks: latency not measured (--skip-latency)"
     columns = [(sb, state) for sb in runs for state in ("cold", "warm")]
     lines = [f"#### {_k(n)} chunks: p50 / p95 ms (k = 10)",
              "| case | " + " | ".join(f"{sb} {state}" for sb, state in columns) + " | returned k (warm) |",

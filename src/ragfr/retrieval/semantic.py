@@ -123,7 +123,8 @@ def nearest(
     depth = config.semantic_depth
     report = ArmReport("semantic", depth, searched=searched)
     literal = vector_literal(vector)
-    threshold = threshold_for(config, searched if indexed is None else indexed)
+    graph = searched if indexed is None else indexed
+    threshold = threshold_for(config, graph)
     report.threshold = threshold
     rows: list[Any] = []
     # With metadata conditions the planner's estimate of the passing rows decides first, for the price of
@@ -141,8 +142,8 @@ def nearest(
         small, rows = _exact(conn, filters, literal, threshold, depth, report)
     if not small:
         report.strategy = "hnsw"
-        whole_graph = not filters.conditions and (indexed is None or indexed == searched)
-        iterate = not (whole_graph and config.ef_search_at(indexed or searched) >= depth)
+        whole_graph = not filters.conditions and graph == searched
+        iterate = not (whole_graph and config.ef_search_at(graph) >= depth)
         rows = _walk(conn, filters, vector, literal, precision, depth, iterate, restore)
         if not iterate and len(rows) < depth:
             iterate = True

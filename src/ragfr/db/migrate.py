@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psycopg
 
-from ragfr.db import vector_index_build
+from ragfr.db import filter_indexes, vector_index_build
 from ragfr.db.connect import connect, redact
 from ragfr.db.locks import advisory_holders, any_relation_holders
 from ragfr.embed.spec import parse_spec
@@ -37,6 +37,7 @@ RUNBOOK = "docs/runbooks/embedding-migration.md"
 LOCK_KEY = 0x7261_6766_72
 NO_TRANSACTION_MARK = "-- ragfr:no-transaction"
 VECTOR_INDEX_VERSION = 11  # from this migration on, `ragfr migrate` keeps the HNSW index's precision
+FILTER_INDEX_VERSION = 14  # from this one on, it builds the declared filters' indexes (ragfr.db.filter_indexes)
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -62,6 +63,7 @@ class MigrateReport:
     dims: int = DEFAULT_DIMS
     model: str = DEFAULT_MODEL
     index_rebuilt: bool = False  # idx_document_chunk_vector was rebuilt in another precision
+    filter_indexes: filter_indexes.SyncReport | None = None
 
 
 def migrations_dir() -> Path:
@@ -132,6 +134,9 @@ def migrate(
                 first = any(m.version == VECTOR_INDEX_VERSION and m.path.name in report.applied for m in migrations)
                 want = precision_of(vector_index or "halfvec") if vector_index or first else None
                 report.index_rebuilt = vector_index_build.ensure(conn, want, say)
+            if any(m.version == FILTER_INDEX_VERSION for m in migrations):
+                # After the live index: a declared filter's graph must have its shape (precision) to be used.
+                report.filter_indexes = filter_indexes.sync(conn, dsn=dsn, say=say)
             return report
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))

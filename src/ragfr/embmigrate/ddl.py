@@ -161,9 +161,11 @@ def set_not_null(conn: psycopg.Connection, column: str, not_null: bool) -> None:
 
 
 def create_index_statement(
-    like: Index, name: str, column: str, *, concurrently: bool, dims: int | None = None
+    like: Index, name: str, column: str, *, concurrently: bool, dims: int | None = None,
+    where: sql.Composable | None = None,
 ) -> sql.Composed:
-    """The live index's definition (method, operator class, options) on another column of `dims` dimensions.
+    """The live index's definition (method, operator class, options) on another column of `dims` dimensions;
+    with `where`, a partial index of the rows it accepts (a declared filter's graph, ragfr.db.filter_indexes).
 
     The half-precision index (migration 0011) is on the expression `(vector::halfvec(N))`: the copy casts
     the other column to halfvec of ITS dimension. Any other expression index is refused, not guessed at."""
@@ -178,11 +180,12 @@ def create_index_statement(
     else:
         key = sql.SQL("{} {}").format(sql.Identifier(column), sql.Identifier(like.opclass))
     with_clause = sql.SQL(" WITH ({})").format(sql.SQL(", ").join(sql.SQL(o) for o in like.options))
-    return sql.SQL("CREATE INDEX {conc}{name} ON {t} USING {method} ({key}){with_}").format(
+    return sql.SQL("CREATE INDEX {conc}{name} ON {t} USING {method} ({key}){with_}{where}").format(
         conc=sql.SQL("CONCURRENTLY " if concurrently else ""),
         name=sql.Identifier(name),
         t=sql.Identifier(names.TABLE),
         method=sql.Identifier(like.method),
         key=key,
         with_=with_clause if like.options else sql.SQL(""),
+        where=sql.SQL(" WHERE {}").format(where) if where is not None else sql.SQL(""),
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from ragfr.db import filter_indexes
 from ragfr.db.connect import connect
 from ragfr.embed import load_embedder, parse_spec
 from ragfr.embed.space import EmbeddingSpace, read_space
@@ -262,10 +263,15 @@ def _run(
             raise MigrationStateError(f"index {names.INDEX} is missing: the schema was changed outside ragfr "
                                       "(re-create it with `ragfr migrate`)")
         built = indexing.ensure_index(conn, live, names.INDEX_NEXT, names.VECTOR_NEXT, opts.maintenance_work_mem)
+        # The declared filters' graphs of the new space, renamed with the shared one at the switch: searches
+        # filtered on them never fall back to the shared graph's long filtered walk after it.
+        shadows = filter_indexes.build_shadows(conn, live, names.VECTOR_NEXT, dims,
+                                               maintenance_work_mem=opts.maintenance_work_mem, say=say)
         kill_point("after-index")
         with conn.transaction():
             state.set_phase(conn, migration_id, "verify")
-        say(f"index {names.INDEX_NEXT} {'built' if built else 'already valid'}")
+        say(f"index {names.INDEX_NEXT} {'built' if built else 'already valid'}"
+            + (f", and {len(shadows)} declared filter index(es)" if shadows else ""))
     if _phase(conn, migration_id) in ("verify", "ready"):
         _verify(conn, migration_id, embedder, dims, opts, say)
         kill_point("after-verify")

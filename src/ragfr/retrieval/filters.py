@@ -142,8 +142,30 @@ def _containment(col: sql.Identifier, c: Condition) -> tuple[sql.Composable, lis
 
 def _containment_tests(col: sql.Identifier, c: Condition) -> tuple[sql.Composable | None, list[Any]]:
     """`(vmetadata @> ... OR ...)`, or None (see _containment)."""
-    if any(v.lstrip().startswith(("[", "{")) for v in c.values):
+    documents = containment_documents(c)
+    if documents is None:
         return None, []
+    tests = sql.SQL(" OR ").join([sql.SQL("{}.vmetadata @> %s::jsonb").format(col)] * len(documents))
+    return sql.SQL("({})").format(tests), documents
+
+
+def containment_predicate(c: Condition) -> sql.Composed | None:
+    """The containment test of `c` with its documents written in and no table alias: the predicate of a
+    declared filter's partial index (ragfr.db.filter_indexes). A query's own test, the same documents in
+    the same order as parameters, is folded to these constants when PostgreSQL plans it, so the planner
+    proves that the query's rows are all in the index and may walk it. None when `c` has no such test."""
+    documents = containment_documents(c)
+    if documents is None:
+        return None
+    tests = [sql.SQL("vmetadata @> {}::jsonb").format(sql.Literal(d)) for d in documents]
+    return sql.SQL("({})").format(sql.SQL(" OR ").join(tests))
+
+
+def containment_documents(c: Condition) -> list[str] | None:
+    """The jsonb documents whose containment finds every row an eq/in condition accepts (module docstring),
+    or None when a value could be an array's or object's text (only the `->>` test can match those)."""
+    if any(v.lstrip().startswith(("[", "{")) for v in c.values):
+        return None
     # Whole documents as parameters, not jsonb_build_object(): the planner then sees each value and prices
     # the GIN scans by it (with a function call it assumes a scan of the whole index per OR branch).
     key = json.dumps(c.key, ensure_ascii=False)
@@ -152,8 +174,7 @@ def _containment_tests(col: sql.Identifier, c: Condition) -> tuple[sql.Composabl
         documents.append("{" + key + ": " + json.dumps(v, ensure_ascii=False) + "}")
         if _JSON_SCALAR.fullmatch(v):
             documents.append("{" + key + ": " + v + "}")  # the literal is valid JSON as it stands
-    tests = sql.SQL(" OR ").join([sql.SQL("{}.vmetadata @> %s::jsonb").format(col)] * len(documents))
-    return sql.SQL("({})").format(tests), documents
+    return documents
 
 
 _COMPARISONS: dict[str, FilterOp] = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}

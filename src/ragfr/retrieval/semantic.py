@@ -20,6 +20,12 @@ iterative scan's bookkeeping of discarded candidates cost 2-2.5 ms of a 13 ms wa
 the same (rows of another embedding model in the graph), it is walked again iteratively.
 Without metadata conditions the collections' row count (kept by the BM25 triggers) decides, with no scan.
 
+A declared filter (`ragfr filter-index add key=value`, ragfr.db.filter_indexes) has its own graph, a
+partial index over the rows it passes. A search with that equality walks it (the planner proves the
+query's rows are all in it), so the walk is as short as an unfiltered one over a graph of that size: the
+cost rule sizes it by that graph's rows, and with that one condition over every collection no row of the
+walk can fail it (single batch, as above). The arm reports the index (`filter_index`).
+
 With the half-precision index (migration 0011) the walk orders candidates by halfvec distance; each
 candidate is then re-scored with its float32 vector, so the similarities the evidence gate and fusion see
 are float32 cosines, as with the full-precision index, and ties are broken by id on those.
@@ -124,7 +130,13 @@ def nearest(
     report = ArmReport("semantic", depth, searched=searched)
     literal = vector_literal(vector)
     graph = searched if indexed is None else indexed
-    threshold = threshold_for(config, graph)
+    # A declared filter's own graph holds every row these filters can pass: the planner walks it (its
+    # predicate is implied by the query's), so the walk's length and the cost rule follow its size.
+    own = covering_index(conn, filters)
+    if own is not None:
+        report.filter_index, report.filter_index_rows = own
+    sized_by = graph if own is None else own[1]
+    threshold = threshold_for(config, sized_by)
     report.threshold = threshold
     rows: list[Any] = []
     # With metadata conditions the planner's estimate of the passing rows decides first, for the price of
@@ -142,8 +154,11 @@ def nearest(
         small, rows = _exact(conn, filters, literal, threshold, depth, report)
     if not small:
         report.strategy = "hnsw"
-        whole_graph = not filters.conditions and graph == searched
-        iterate = not (whole_graph and config.ef_search_at(graph) >= depth)
+        # No row of the walked graph can fail the filters: no condition on the shared graph, or only the
+        # declared filter's own condition on its graph; and every collection searched.
+        every_row_passes = graph == searched and (
+            not filters.conditions or (own is not None and len(filters.conditions) == 1))
+        iterate = not (every_row_passes and config.ef_search_at(graph) >= depth)
         rows = _walk(conn, filters, vector, literal, precision, depth, iterate, restore)
         if not iterate and len(rows) < depth:
             iterate = True
@@ -172,6 +187,31 @@ def nearest(
             f"{threshold} rows pass the filters"
         )
     return candidates, report
+
+
+# The smallest valid declared filter index whose equality is one of the search's conditions and whose
+# shape (operator class, method) is the shared index's: an index of another precision cannot answer the
+# walk's ORDER BY. reltuples: the rows it held at its build or last VACUUM / ANALYZE.
+_COVERING = """
+SELECT f.index_name, greatest(c.reltuples, 0)::bigint FROM ragfr_filter_index f
+  JOIN pg_class c ON c.oid = to_regclass(f.index_name)
+  JOIN pg_index i ON i.indexrelid = c.oid
+  JOIN pg_index live ON live.indexrelid = to_regclass('idx_document_chunk_vector')
+  JOIN pg_class lc ON lc.oid = live.indexrelid
+ WHERE (f.key, f.value) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+   AND i.indisvalid AND i.indclass[0] = live.indclass[0] AND c.relam = lc.relam
+ ORDER BY 2, 1 LIMIT 1
+"""
+
+
+def covering_index(conn: psycopg.Connection[Any], filters: Filters) -> tuple[str, int] | None:
+    """(name, rows) of the declared filter index the walk can use, or None; one round trip, and only for
+    searches with an equality condition."""
+    pairs = [(c.key, c.values[0]) for c in filters.conditions if c.op in ("eq", "in") and len(c.values) == 1]
+    if not pairs:
+        return None
+    row = conn.execute(_COVERING, ([k for k, _ in pairs], [v for _, v in pairs])).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))
 
 
 def _exact(

@@ -1,0 +1,288 @@
+"""Declared filters and their partial HNSW indexes: one graph per frequent `key = value` filter.
+
+A filter that passes a share s of the rows makes the shared graph's walk visit about 1/s times the
+candidates of an unfiltered walk (pgvector filters after the walk). A partial index over the passing rows
+alone (`WHERE vmetadata @> '{"type": "contrat"}'`) is walked like an unfiltered graph: at 100k chunks, a
+10 % filter's walk fell from ~40 ms to ~4 ms (docs/benchmarks.md, "declared filters"). PostgreSQL picks it
+by itself for a query whose predicate implies the index's, which ragfr.retrieval.filters ensures by
+writing the same containment test (ragfr.retrieval.filters.containment_predicate) into every query with
+that equality; the vector arm's cost rule sizes the walk by the smaller graph (ragfr.retrieval.semantic).
+
+The declarations live in `ragfr_filter_index` (migration 0014); the catalog says whether each index exists
+and is valid. `sync` makes the catalog match the declarations: it builds each missing, invalid or stale
+index (another precision or shape than the live idx_document_chunk_vector, e.g. after `ragfr migrate
+--vector-index vector`) CONCURRENTLY, so reads and writes go on, and drops the indexes no longer declared.
+An embedding migration builds the declared indexes of the new space itself and renames them at the switch
+(ragfr.embmigrate), so `sync` leaves everything as it is while one is open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from ragfr.embmigrate.errors import MigrationRunningError
+from ragfr.errors import ConfigError, DatabaseError
+from ragfr.retrieval.filters import Condition, containment_predicate, parse_condition
+
+if TYPE_CHECKING:
+    from ragfr.embmigrate.catalog import Index
+
+log = logging.getLogger(__name__)
+PREFIX = "idx_document_chunk_vector_f_"
+PROGRESS_EVERY_S = 15.0
+# An embedding migration's copies, as for idx_document_chunk_vector (ragfr.embmigrate.names).
+NEXT, PREV = "_next", "_prev"
+
+
+def index_name(key: str, value: str) -> str:
+    """The partial index's name: fixed by the pair, short enough to take a `_next` / `_prev` suffix."""
+    digest = hashlib.sha256(key.encode() + b"\x00" + value.encode()).hexdigest()
+    return PREFIX + digest[:12]
+
+
+def condition(key: str, value: str) -> Condition:
+    return Condition(key, "eq", (value,))
+
+
+def predicate(key: str, value: str) -> sql.Composed:
+    """The index's WHERE clause."""
+    where = containment_predicate(condition(key, value))
+    if where is None:  # refused at declaration: unreachable for a stored row
+        raise ConfigError(f"{key}={value}: a value starting with [ or {{ cannot have a filter index")
+    return where
+
+
+def parse_declaration(text: str) -> tuple[str, str]:
+    """`key=value` as `ragfr search --filter` reads it; only a single equality can have its own graph."""
+    c = parse_condition(text)
+    if c.op != "eq":
+        raise ConfigError(
+            f"{text!r}: a filter index serves one equality, key=value (a list or a range is served by the "
+            "indexes of each of its values, or by the shared graph)")
+    (value,) = c.values
+    if containment_predicate(c) is None:
+        raise ConfigError(f"{text!r}: a value starting with [ or {{ is matched by text only; it cannot have "
+                          "a filter index")
+    if len(value) > 1024:
+        raise ConfigError(f"{text!r}: values of a filter index are at most 1024 characters")
+    return c.key, value
+
+
+@dataclass(frozen=True)
+class Declared:
+    key: str
+    value: str
+    index_name: str
+    state: str  # ready | building | invalid | missing | stale
+    rows: int | None  # entries in the index (pg_class.reltuples), when it exists
+    bytes: int | None
+
+
+@dataclass
+class SyncReport:
+    built: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    skipped: str | None = None  # why nothing was done (an embedding migration is open)
+
+
+_LIST = """
+SELECT f.key, f.value, f.index_name, i.indisvalid, c.reltuples::bigint, pg_relation_size(c.oid),
+       i.indclass[0] = live.indclass[0] AND c.relam = lc.relam, f.index_name = ANY(%s)
+  FROM ragfr_filter_index f
+  LEFT JOIN pg_class c ON c.oid = to_regclass(f.index_name)
+  LEFT JOIN pg_index i ON i.indexrelid = c.oid
+  LEFT JOIN pg_index live ON live.indexrelid = to_regclass('idx_document_chunk_vector')
+  LEFT JOIN pg_class lc ON lc.oid = live.indexrelid
+ ORDER BY f.key, f.value
+"""
+
+
+def listing(conn: psycopg.Connection[Any]) -> list[Declared]:
+    """Every declaration with the state of its index."""
+    building = [r[0] for r in conn.execute(
+        "SELECT c.relname FROM pg_stat_progress_create_index p JOIN pg_class c ON c.oid = p.index_relid"
+        " WHERE c.relname LIKE %s", (PREFIX + "%",))]
+    out = []
+    for key, value, name, valid, rows, size, same_shape, in_progress in conn.execute(_LIST, (building,)):
+        if valid is None:
+            state = "missing"
+        elif in_progress:
+            state = "building"
+        elif not valid:
+            state = "invalid"
+        elif not same_shape:
+            state = "stale"
+        else:
+            state = "ready"
+        out.append(Declared(key, value, name, state, None if rows is None else max(int(rows), 0),
+                            None if size is None else int(size)))
+    return out
+
+
+def declare(conn: psycopg.Connection[Any], key: str, value: str) -> bool:
+    """Record the declaration (True if it is new); `sync` builds its index."""
+    row = conn.execute(
+        "INSERT INTO ragfr_filter_index (key, value, index_name) VALUES (%s, %s, %s)"
+        " ON CONFLICT (key, value) DO NOTHING RETURNING 1", (key, value, index_name(key, value))).fetchone()
+    return row is not None
+
+
+def forget(conn: psycopg.Connection[Any], key: str, value: str) -> bool:
+    """Remove the declaration (True if there was one); `sync` drops its index."""
+    row = conn.execute("DELETE FROM ragfr_filter_index WHERE key = %s AND value = %s RETURNING 1",
+                       (key, value)).fetchone()
+    return row is not None
+
+
+def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_work_mem: str | None = None,
+         say: Callable[[str], None] = log.info) -> SyncReport:
+    """Build what is declared and not ready, drop what is built and not declared. `conn`: autocommit, owner
+    of document_chunk. `dsn`: a second session reports a long build's progress every 15 s."""
+    from ragfr.embmigrate import catalog, lock, names  # embmigrate builds on ragfr.db, not the reverse
+
+    report = SyncReport()
+    leftovers = conn.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = to_regclass(%s) AND c.relname ~ %s ORDER BY 1",
+        (names.TABLE, "^" + PREFIX + "[0-9a-f]{12}$")).fetchall()
+    if not leftovers and conn.execute("SELECT NOT EXISTS (SELECT FROM ragfr_filter_index)").fetchone() == (True,):
+        return report  # nothing declared, nothing built: no lock, no check
+    opened = conn.execute(
+        "SELECT id FROM ragfr_embedding_migration WHERE phase NOT IN ('rolled_back', 'finalized')").fetchone()
+    if opened is not None:
+        report.skipped = (f"embedding migration #{opened[0]} is open: it builds the declared filter indexes of "
+                          "the new space itself; run `ragfr filter-index sync` again after it is finalized or "
+                          "rolled back")
+        say(report.skipped)
+        return report
+    live = catalog.index(conn, names.INDEX)
+    column = catalog.column(conn, names.VECTOR)
+    if live is None or not live.valid or column is None or column.dims <= 0:
+        raise DatabaseError(f"{names.INDEX} is missing or invalid: run `ragfr migrate` first, which builds it")
+    # A concurrent build waits for every older transaction to end: it may wait as long as it must.
+    conn.execute("RESET lock_timeout")
+    try:
+        with lock.migration_lock(conn):  # no embedding migration may start and copy a half-built set
+            _sync_locked(conn, report, leftovers=[r[0] for r in leftovers], live=live, dims=column.dims, dsn=dsn,
+                         maintenance_work_mem=maintenance_work_mem, say=say)
+    except MigrationRunningError as exc:
+        raise MigrationRunningError(
+            f"another ragfr command is changing the vector indexes ({lock.holder(conn)}): an embedding migration, "
+            "`ragfr migrate` or `ragfr filter-index`; run this one again once it has finished") from exc
+    return report
+
+
+def _sync_locked(conn: psycopg.Connection[Any], report: SyncReport, *, leftovers: list[str], live: Index, dims: int,
+                 dsn: str | None, maintenance_work_mem: str | None, say: Callable[[str], None]) -> None:
+    from ragfr.embmigrate import names
+
+    declared = listing(conn)
+    wanted = {d.index_name for d in declared}
+    for name in leftovers:
+        if name not in wanted:
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            report.dropped.append(name)
+            say(f"dropped {name} (no longer declared)")
+    for d in declared:
+        if d.state == "ready":
+            report.kept.append(d.index_name)
+            continue
+        build(conn, d.key, d.value, d.index_name, names.VECTOR, live, dims, dsn=dsn,
+              maintenance_work_mem=maintenance_work_mem, say=say)
+        report.built.append(d.index_name)
+
+
+def build(conn: psycopg.Connection[Any], key: str, value: str, name: str, column: str, like: Index, dims: int, *,
+          dsn: str | None, maintenance_work_mem: str | None, say: Callable[[str], None]) -> None:
+    """(Re)build `name` on `column`, shaped like the live index `like`, over the rows of `key = value`."""
+    from ragfr.embmigrate import ddl
+
+    where = predicate(key, value)
+    counted = conn.execute(sql.SQL("SELECT count(*) FROM document_chunk WHERE {}").format(where)).fetchone()
+    rows = int(counted[0]) if counted else 0
+    say(f"building {name} for {key}={value} ({rows} rows, {like.precision}) concurrently: searches and writes "
+        "go on meanwhile")
+    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+    if maintenance_work_mem:
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
+    watcher = _Watch(dsn, conn.info.backend_pid, name, say) if dsn else None
+    try:
+        conn.execute(ddl.create_index_statement(like, name, column, concurrently=True, dims=dims, where=where))
+    except psycopg.Error as exc:
+        raise DatabaseError(
+            f"building {name} ({key}={value}) failed: {str(exc).strip().splitlines()[0]}. Searches go on "
+            "through the shared graph; `ragfr filter-index sync` drops what is left and builds it again") from exc
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        if maintenance_work_mem:
+            conn.execute("RESET maintenance_work_mem")
+    say(f"built {name} for {key}={value}")
+
+
+class _Watch:
+    """Reports a build's progress from pg_stat_progress_create_index, on its own session, every 15 s: a
+    long build prints lines a Job's log keeps, not silence."""
+
+    def __init__(self, dsn: str, pid: int, name: str, say: Callable[[str], None]) -> None:
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(dsn, pid, name, say), daemon=True)
+        self._thread.start()
+
+    def _run(self, dsn: str, pid: int, name: str, say: Callable[[str], None]) -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                while not self._done.wait(PROGRESS_EVERY_S):
+                    row = conn.execute("SELECT phase, tuples_done, tuples_total FROM pg_stat_progress_create_index"
+                                       " WHERE pid = %s", (pid,)).fetchone()
+                    if row is not None:
+                        done, total = int(row[1] or 0), int(row[2] or 0)
+                        counts = f", {done} of {total} rows" if total else ""
+                        say(f"{name}: {row[0]}{counts}")
+        except psycopg.Error as exc:  # progress is a courtesy: the build itself goes on
+            log.debug("progress of %s unavailable: %s", name, exc)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=5)
+
+
+def build_shadows(conn: psycopg.Connection[Any], like: Index, column: str, dims: int, *, maintenance_work_mem: str,
+                  say: Callable[[str], None]) -> list[str]:
+    """An embedding migration's copy of every declared filter's index, on the new space's `column`, named
+    `<index>_next`: valid ones are kept (a resumed run), invalid ones rebuilt. The switch renames them
+    (`rename_suffix`). Returns the names built."""
+    built: list[str] = []
+    if conn.execute("SELECT to_regclass('ragfr_filter_index') IS NULL").fetchone() == (True,):
+        return built  # a schema from before migration 0014: nothing can be declared
+    for d in listing(conn):
+        name = d.index_name + NEXT
+        row = conn.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,)).fetchone()
+        if row is not None and row[0]:
+            continue
+        build(conn, d.key, d.value, name, column, like, dims, dsn=None, maintenance_work_mem=maintenance_work_mem,
+              say=say)
+        built.append(name)
+    return built
+
+
+def rename_suffix(conn: psycopg.Connection[Any], old: str, new: str) -> None:
+    """ALTER INDEX ... RENAME every filter index named `<index><old>` to `<index><new>`, in the caller's
+    transaction: the embedding migration's switch moves them with their columns (`` -> `_prev`, `_next` ->
+    ``, and back)."""
+    found = conn.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = 'document_chunk'::regclass AND c.relname ~ %s ORDER BY 1",
+        ("^" + PREFIX + "[0-9a-f]{12}" + old + "$",)).fetchall()
+    for (name,) in found:
+        base = name[: len(name) - len(old)] if old else name
+        conn.execute(sql.SQL("ALTER INDEX {} RENAME TO {}").format(sql.Identifier(name), sql.Identifier(base + new)))

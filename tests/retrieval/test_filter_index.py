@@ -18,7 +18,7 @@ from ragfr.cli import main
 from ragfr.db import filter_indexes
 from ragfr.db.migrate import migrate
 from ragfr.errors import ConfigError
-from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.config import SearchConfig, ef_search_for
 from ragfr.retrieval.filters import Condition
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.strategy import exact_threshold
@@ -78,6 +78,7 @@ def test_a_declared_filter_is_walked_on_its_own_graph(dsn, capsys) -> None:
         assert (arm.strategy, arm.filter_index, arm.filter_index_rows) == ("hnsw", CONTRAT, ROWS // 4)
         # one condition, its own graph, every collection: no row of the walk can fail, one batch
         assert arm.iterative_scan == "off" and not result.underfilled
+        assert arm.ef_search == ef_search_for(ROWS // 4) == 100  # the size rule, of the graph walked
         assert _scans(conn, CONTRAT) == own + 1 and _scans(conn, "idx_document_chunk_vector") == shared
         # ef_search 100 over a 100-node graph visits it all: the exact answer
         got = [(h.id, round(h.semantic_score or 0, 6)) for h in result.hits]
@@ -92,10 +93,12 @@ def test_a_declared_filter_is_walked_on_its_own_graph(dsn, capsys) -> None:
         got = [(h.id, round(h.semantic_score or 0, 6)) for h in result.hits]
         assert got == _exact(conn, "vmetadata->>'type' = 'contrat' AND vmetadata->>'annee' = '2020'", 20)
 
-        # an undeclared filter walks the shared graph
-        result = search(conn, "texte", collections=["kb"], query_vector=Q, config=config,
+        # an undeclared filter walks the shared graph; a pinned ef_search stays pinned
+        result = search(conn, "texte", collections=["kb"], query_vector=Q,
+                        config=SearchConfig(k=20, lexical=False, semantic_depth=20, exact_threshold=1, ef_search=64),
                         conditions=(Condition("type", "eq", ("notice",)),))
         assert result.arms["semantic"].filter_index is None
+        assert result.arms["semantic"].ef_search == result.settings["ef_search"] == 64
         assert _scans(conn, "idx_document_chunk_vector") == shared + 1
 
 

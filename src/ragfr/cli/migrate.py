@@ -21,6 +21,9 @@ what it does:
   vector(N) either way. Given, it is applied on every run: an index of the other precision is rebuilt
   concurrently (minutes per 100k chunks; searches and writes go on). Omitted: halfvec when migration 0011
   applies, afterwards the live index keeps its precision.
+  --filter-index type=contrat: the searches filtered on type=contrat walk their own graph, a partial HNSW
+  index over those chunks, built concurrently (`ragfr filter-index --help`). Every run also rebuilds the
+  declared filters' indexes that do not have the live index's precision.
 
 examples:
   ragfr migrate --dsn "$DATABASE_URL"                                  # bge-m3, 1024 dims
@@ -52,6 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="precision of the HNSW index: halfvec or vector (full precision); rebuilt "
                    "concurrently when the live index differs. Default: halfvec when migration 0011 applies, "
                    "afterwards keep the live index's")
+    p.add_argument("--filter-index", action="append", default=[], metavar="KEY=VALUE",
+                   help="declare a frequent filter whose searches walk their own HNSW graph (a partial index), "
+                   "then build it concurrently; repeatable; adds to the declarations, never removes one "
+                   "(`ragfr filter-index drop` does). Chart: migrations.filterIndexes")
     p.add_argument("--lock-wait", type=float, default=600.0, metavar="SECONDS",
                    help="wait at most this long for another `ragfr migrate` on the same database (default 600)")
     p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
@@ -78,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} must be between 0 and 86400 seconds, got {value:g}")
     report = migrate(dsn, args.dims, args.embedding_model, say=lambda m: print(m, file=sys.stderr),
                      lock_wait_s=args.lock_wait, lock_timeout_s=args.lock_timeout, app_role=args.app_role,
-                     vector_index=args.vector_index)
+                     vector_index=args.vector_index, filter_index=args.filter_index)
     if report.applied:
         print(f"applied {len(report.applied)} migration(s); embedding space {report.model} ({report.dims} dims)")
     else:

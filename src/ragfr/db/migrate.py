@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,6 +102,7 @@ def migrate(
     lock_timeout_s: float = 30.0,
     app_role: str | None = None,
     vector_index: str | None = None,
+    filter_index: Sequence[str] = (),
 ) -> MigrateReport:
     """Bring the database at `dsn` to the newest schema. Safe to run concurrently and repeatedly.
 
@@ -116,6 +117,7 @@ def migrate(
         model = parse_spec(model).model_id
     if vector_index not in (None, *PRECISIONS):
         raise ConfigError(f"--vector-index must be one of {', '.join(PRECISIONS)}, got {vector_index!r}")
+    declarations = [filter_indexes.parse_declaration(text) for text in filter_index]  # refused before any change
     migrations = discover(directory)
     with connect(dsn, autocommit=True) as conn:
         _check_server(conn)
@@ -136,6 +138,8 @@ def migrate(
                 report.index_rebuilt = vector_index_build.ensure(conn, want, say)
             if any(m.version == FILTER_INDEX_VERSION for m in migrations):
                 # After the live index: a declared filter's graph must have its shape (precision) to be used.
+                for key, value in declarations:
+                    filter_indexes.declare(conn, key, value)
                 report.filter_indexes = filter_indexes.sync(conn, dsn=dsn, say=say)
             return report
         finally:

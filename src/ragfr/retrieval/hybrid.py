@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict
 from typing import Any, Protocol
 
 import psycopg
@@ -294,4 +295,6 @@ def _log(result: SearchResult) -> None:
             "event": "search", "settings": result.settings, "hits": [h.id for h in result.hits],
             "underfilled": result.underfilled, "underfill_reason": result.underfill_reason,
             "timings_ms": result.timings_ms,
+            # how each arm gathered its candidates (strategy, counts, the declared filter's graph it walked)
+            "arms": {name: asdict(report) for name, report in result.arms.items()},
         }, ensure_ascii=False, default=str))

@@ -102,7 +102,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     code = bench_main.main([
         "--dsn", pg_dsn, "--sizes", "1000", "--dims", "16", "--geometry", "lowrank", "--queries", "12",
         "--recall-queries", "12", "--ef", "10,1000", "--legacy-queries", "2", "--seed", "11", "--no-reuse",
-        "--drop", "--out", str(out),
+        "--drop", "--out", str(out), "--filter-index", "p10",
     ])
     assert code == 0
     raw = out.read_text()
@@ -121,6 +121,11 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
         assert case["passing_rows"] == passing
         assert case["target_met"] and case["off_filter_hits"] == 0 and case["underfilled"] == 0
     assert cases["ragfr hybrid, filter sel=p0.1 (0.1 %)"]["mean_hits"] == 1
+    # --filter-index p10: the class has its own graph, which the vector arm of that case found
+    (declared,) = size["filter_indexes"]["indexes"]
+    assert (declared["filter"], declared["state"], declared["rows"]) == ("sel=p10", "ready", 100)
+    p10 = next(c for n, c in cases.items() if "sel=p10 " in n)
+    assert p10["filter_index"] == [declared["index"]]
     both = (cases["ragfr hybrid (no rerank)"], cases["ragfr hybrid, arms one after the other (one connection)"])
     assert all(c["returned_k"] == 12 and "lexical_arm_ms" in c and "semantic_arm_ms" in c for c in both)
     legacy = size["legacy"]
@@ -132,6 +137,11 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     assert rec["bare_index_limit_10"]["1000"]["recall_at_10"] >= 0.99
     assert 0 <= rec["bare_index_limit_10"]["10"]["recall_at_10"] <= 1
     assert size["lexrank"]["candidates_per_query"]["p50"] > 0
+    # 10 and 100 rows pass: the cost rule scores them exactly, so the arm's top 10 is the exact one
+    for name in ("p1", "p10"):
+        got = size["filtered_recall"]["classes"][name]
+        assert got["recall_at_10"] == 1.0 and got["strategy"] == ["exact"], (name, got)
+    assert size["filtered_recall"]["classes"]["p10"]["graph"] == [declared["index"]]
     statements = [p["statement"] for p in size["explain"]["ragfr_hybrid"]]
     assert any(s.startswith("WITH stats") for s in statements), statements  # the BM25 statement was explained
     assert all("..." in line or len(line) < 2000 for p in size["explain"]["ragfr_hybrid"] for line in p["plan"])
@@ -140,6 +150,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     printed = capsys.readouterr().out
     assert printed == report.markdown(result) and "ragfr hybrid (no rerank)" in printed
     assert "Cache state: warm" in printed, "every latency table says which cache state it measured"
+    assert "Declared filter indexes at 1k: sel=p10 (100 rows" in printed
 
 
 def test_unreachable_database_is_one_line_without_password(capsys: pytest.CaptureFixture[str]) -> None:

@@ -28,9 +28,9 @@ import psycopg
 from ragfr.db.connect import redact
 from ragfr.errors import ConfigError
 from ragfr.retrieval.config import SearchConfig
-from ragfr_tools.bench import explain, latency, lexrank, recall, report, store
+from ragfr_tools.bench import declared, explain, filtered_recall, latency, lexrank, recall, report, store
 from ragfr_tools.bench.args import corpus_sizes, int_list
-from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
+from ragfr_tools.bench.corpus import SEL_CLASSES, CorpusSpec, Geometry, read_piaf
 from ragfr_tools.bench.output import finish, say
 from ragfr_tools.bench.queries import NOISE, make_queries
 from ragfr_tools.bench.stats import load_average, machine, server_settings
@@ -68,8 +68,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=CorpusSpec.seed, help="generator seed (default: %(default)s)")
     p.add_argument("--no-reuse", action="store_true", help="rebuild the corpus databases even if cached")
     p.add_argument("--drop", action="store_true", help="drop the corpus databases at the end (no cache)")
-    p.add_argument("--skip", action="append", default=[], choices=["latency", "legacy", "recall", "lexrank", "explain"],
+    p.add_argument("--skip", action="append", default=[],
+                   choices=["latency", "legacy", "recall", "filtered-recall", "lexrank", "explain"],
                    help="skip a section (repeatable)")
+    p.add_argument("--filter-index", action="append", default=[], choices=sorted(SEL_CLASSES), metavar="CLASS",
+                   help="declare sel=CLASS (ragfr filter-index) before measuring, so its filtered searches walk "
+                   "their own graph; repeatable. The cached database keeps exactly the classes of this run: "
+                   f"without the flag, earlier declarations are dropped. One of {', '.join(sorted(SEL_CLASSES))}")
     p.add_argument("--out", type=Path, help="write the JSON result here")
     return p
 
@@ -105,6 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with psycopg.connect(corpus.dsn, autocommit=True) as conn:
             queries = make_queries(conn, spec, piaf, max(args.queries, args.recall_queries, args.lexrank_queries))
         timed = queries.head(args.queries)
+        section["filter_indexes"] = declared.declare_exactly(corpus.dsn, args.filter_index, say)
         if "latency" not in args.skip:
             say(f"bench: {rows} rows: latency ({len(timed)} queries x {len(latency.ragfr_cases()) + 1} cases)")
             section["latency"] = latency.run_latency(corpus.dsn, timed, corpus.load["class_sizes"])
@@ -115,6 +121,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "recall" not in args.skip:
             say(f"bench: {rows} rows: recall@10 at ef_search {args.ef}")
             section["recall"] = recall.run_recall(corpus.dsn, queries.head(args.recall_queries), args.ef)
+        if "filtered-recall" not in args.skip:
+            say(f"bench: {rows} rows: filtered recall@10 of the vector arm (1 % and 10 % classes)")
+            section["filtered_recall"] = filtered_recall.run(corpus.dsn, queries.head(args.recall_queries),
+                                                              ["p1", "p10"])
         if "lexrank" not in args.skip:
             say(f"bench: {rows} rows: BM25 vs ts_rank_cd")
             section["lexrank"] = lexrank.run_lexrank(corpus.dsn, queries.head(args.lexrank_queries))

@@ -133,6 +133,7 @@ def _ragfr_runner(
             "lexical_returned": result.arms["lexical"].returned if "lexical" in result.arms else None,
             "strategy": result.arms["semantic"].strategy if "semantic" in result.arms else None,
             "iterative_scan": result.arms["semantic"].iterative_scan if "semantic" in result.arms else None,
+            "filter_index": result.arms["semantic"].filter_index if "semantic" in result.arms else None,
             "ef_search": result.settings.get("ef_search"),
             "off_filter": sum(1 for h in result.hits if case.sel and h.metadata.get("sel") != case.sel),
         }
@@ -168,6 +169,7 @@ def _ragfr_summary(rows: list[dict[str, Any]], case: RagfrCase, class_sizes: dic
         out["vector_strategy"] = strategies
         out["ef_search"] = sorted({r["ef_search"] for r in rows})
         out["walk_iterative_scan"] = sorted({r["iterative_scan"] for r in rows if r["iterative_scan"]})
+        out["filter_index"] = sorted({r["filter_index"] for r in rows if r["filter_index"]})
     if case.sel:
         passing = class_sizes.get(case.sel, 0)
         out["passing_rows"] = passing

@@ -104,6 +104,28 @@ def lexrank_table(sizes: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def declared_lines(sizes: dict[str, Any]) -> list[str]:
+    """Which filters had their own graph (ragfr filter-index) in each size's run: a filtered figure depends on it."""
+    lines = []
+    for n, s in sizes.items():
+        declared = s.get("filter_indexes") or {}
+        indexes = ", ".join(f"{i['filter']} ({i['rows']} rows, {i['bytes'] / 2**20:.0f} MiB, {i['state']})"
+                            for i in declared.get("indexes", []) if i.get("rows") is not None and i.get("bytes"))
+        lines.append(f"Declared filter indexes at {_rows(int(n))}: {indexes or 'none'}.")
+    return lines
+
+
+def filtered_recall_table(sizes: dict[str, Any]) -> str:
+    lines = ["| size | filter | vector arm recall@10 (min) | p50 / p95 ms | strategy | graph |",
+             "|---|---|---|---|---|---|"]
+    for n, s in sizes.items():
+        for name, c in (s.get("filtered_recall") or {}).get("classes", {}).items():
+            lines.append(f"| {_rows(int(n))} | sel={name} | {c['recall_at_10']:.3f} ({c['min_recall_at_10']:.1f}) | "
+                         f"{c['vector_arm_ms']['p50']:.1f} / {c['vector_arm_ms']['p95']:.1f} | "
+                         f"{', '.join(c['strategy'])} | {', '.join(c['graph'])} |")
+    return "\n".join(lines)
+
+
 def markdown(result: dict[str, Any]) -> str:
     """Tables of the sections the run measured (`--skip` leaves some out)."""
     sizes = result["sizes"]
@@ -111,12 +133,14 @@ def markdown(result: dict[str, Any]) -> str:
     parts: list[str] = []
     if "latency" in measured:
         state = result.get("cache_state", "not recorded (a run before cache states were recorded: warm)")
-        parts += ["### Latency (k = 10)", f"Cache state: {state}.", "", latency_table(sizes), "",
-                  arms_table(sizes), ""]
+        parts += ["### Latency (k = 10)", f"Cache state: {state}.", *declared_lines(sizes), "",
+                  latency_table(sizes), "", arms_table(sizes), ""]
     if "legacy" in measured:
         parts += ["### Open WebUI legacy in-memory path (p50 ms per part)", legacy_table(sizes), ""]
     if "recall" in measured:
         parts += ["### HNSW recall@10 vs exact search", recall_table(sizes), ""]
+    if "filtered_recall" in measured:
+        parts += ["### Filtered recall@10 vs exact search over the passing rows", filtered_recall_table(sizes), ""]
     if "lexrank" in measured:
         parts += ["### Lexical ranking cost (same OR candidates)", lexrank_table(sizes), ""]
     return "\n".join(parts)

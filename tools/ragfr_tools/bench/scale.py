@@ -38,9 +38,9 @@ from ragfr.cli.common import ef_search_arg
 from ragfr.db.connect import with_database
 from ragfr.errors import ConfigError, RagfrError
 from ragfr.retrieval.config import SearchConfig
-from ragfr_tools.bench import cache, latency, recall, scale_report, store
+from ragfr_tools.bench import cache, declared, filtered_recall, latency, recall, scale_report, store
 from ragfr_tools.bench.args import corpus_sizes, int_list
-from ragfr_tools.bench.corpus import CorpusSpec, Geometry, read_piaf
+from ragfr_tools.bench.corpus import SEL_CLASSES, CorpusSpec, Geometry, read_piaf
 from ragfr_tools.bench.output import finish, say
 from ragfr_tools.bench.queries import NOISE, make_queries
 from ragfr_tools.bench.sizes import relation_sizes
@@ -103,6 +103,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=CorpusSpec.seed, help="generator seed (default: %(default)s)")
     p.add_argument("--no-reuse", action="store_true", help="rebuild the corpus databases even if cached")
     p.add_argument("--skip-recall", action="store_true", help="leave out the recall@10 table")
+    p.add_argument("--filter-index", action="append", default=[], choices=sorted(SEL_CLASSES), metavar="CLASS",
+                   help="declare sel=CLASS (ragfr filter-index) before measuring; repeatable; the cached database "
+                   "keeps exactly the classes of this run (as for python -m ragfr_tools.bench)")
     p.add_argument("--skip-latency", action="store_true",
                    help="leave out the cold and warm latency passes (load, footprint and recall only)")
     p.add_argument("--keep-running", action="store_true", help="leave the cluster running at the end")
@@ -160,6 +163,8 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
     corpus = store.ensure_corpus(admin, spec, piaf, reuse=not args.no_reuse, say=say, build_memory=args.build_memory)
     section: dict[str, Any] = {"database": corpus.database, "cached": corpus.cached,
                                "prepare_s": round(time.perf_counter() - t, 1), "corpus": corpus.load}
+    # Before the footprint, which then counts the declared filters' indexes.
+    section["filter_indexes"] = declared.declare_exactly(corpus.dsn, args.filter_index, say)
     with psycopg.connect(corpus.dsn, autocommit=True) as conn:
         section["footprint"] = relation_sizes(conn)
         queries = make_queries(conn, spec, piaf, max(args.queries, args.recall_queries))
@@ -186,6 +191,8 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
         sb = max(buffers, key=_bytes) if args.skip_latency else buffers[-1]
         say(f"bench-scale: {rows} rows: recall@10 at ef_search {args.ef} (shared_buffers={sb})")
         section["recall"] = recall.run_recall(dsn, queries.head(args.recall_queries), args.ef)
+        say(f"bench-scale: {rows} rows: filtered recall@10 of the vector arm (1 % and 10 % classes)")
+        section["filtered_recall"] = filtered_recall.run(dsn, queries.head(args.recall_queries), ["p1", "p10"])
     return section
 
 

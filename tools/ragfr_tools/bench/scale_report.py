@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragfr_tools.bench.report import recall_table
+from ragfr_tools.bench.report import declared_lines, filtered_recall_table, recall_table
 from ragfr_tools.bench.sizes import mib
 
 
@@ -87,11 +87,13 @@ def latency_table(n: str, s: dict[str, Any]) -> str:
 def markdown(result: dict[str, Any]) -> str:
     sizes = result["sizes"]
     parts = ["### Load and index builds", load_table(sizes), "", "### On disk", footprint_table(sizes), "",
-             "### Latency, cold and warm"]
+             "### Latency, cold and warm", *declared_lines(sizes), ""]
     for n, s in sizes.items():
         parts += [latency_table(n, s), ""]
     if any("recall" in s for s in sizes.values()):
         parts += ["### HNSW recall@10 vs exact search (warm)", recall_table(sizes), ""]
+    if any("filtered_recall" in s for s in sizes.values()):
+        parts += ["### Filtered recall@10 vs exact search over the passing rows", filtered_recall_table(sizes), ""]
     return "\n".join(parts)
 
 

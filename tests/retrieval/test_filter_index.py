@@ -78,7 +78,8 @@ def test_a_declared_filter_is_walked_on_its_own_graph(dsn, capsys) -> None:
         assert (arm.strategy, arm.filter_index, arm.filter_index_rows) == ("hnsw", CONTRAT, ROWS // 4)
         # one condition, its own graph, every collection: no row of the walk can fail, one batch
         assert arm.iterative_scan == "off" and not result.underfilled
-        assert arm.ef_search == ef_search_for(ROWS // 4) == 100  # the size rule, of the graph walked
+        # ef_search is the whole graph's (the size rule's 100 here), not one for the smaller graph
+        assert result.settings["ef_search"] == ef_search_for(ROWS) == 100
         assert _scans(conn, CONTRAT) == own + 1 and _scans(conn, "idx_document_chunk_vector") == shared
         # ef_search 100 over a 100-node graph visits it all: the exact answer
         got = [(h.id, round(h.semantic_score or 0, 6)) for h in result.hits]
@@ -98,7 +99,7 @@ def test_a_declared_filter_is_walked_on_its_own_graph(dsn, capsys) -> None:
                         config=SearchConfig(k=20, lexical=False, semantic_depth=20, exact_threshold=1, ef_search=64),
                         conditions=(Condition("type", "eq", ("notice",)),))
         assert result.arms["semantic"].filter_index is None
-        assert result.arms["semantic"].ef_search == result.settings["ef_search"] == 64
+        assert result.settings["ef_search"] == 64
         assert _scans(conn, "idx_document_chunk_vector") == shared + 1
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -240,14 +241,16 @@ class _Watch:
 
     def _run(self, dsn: str, pid: int, name: str, say: Callable[[str], None]) -> None:
         try:
+            started = time.monotonic()
             with psycopg.connect(dsn, autocommit=True) as conn:
                 while not self._done.wait(PROGRESS_EVERY_S):
                     row = conn.execute("SELECT phase, tuples_done, tuples_total FROM pg_stat_progress_create_index"
                                        " WHERE pid = %s", (pid,)).fetchone()
                     if row is not None:
                         done, total = int(row[1] or 0), int(row[2] or 0)
-                        counts = f", {done} of {total} rows" if total else ""
-                        say(f"{name}: {row[0]}{counts}")
+                        # pgvector's HNSW build reports the rows it has loaded, without a total
+                        counts = f", {done} of {total} rows" if total else (f", {done} rows" if done else "")
+                        say(f"{name}: {row[0]}{counts} ({time.monotonic() - started:.0f} s)")
         except psycopg.Error as exc:  # progress is a courtesy: the build itself goes on
             log.debug("progress of %s unavailable: %s", name, exc)
 

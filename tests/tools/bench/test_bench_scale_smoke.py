@@ -39,6 +39,9 @@ def test_scale_harness_measures_cold_and_warm_at_each_shared_buffers(state_dir: 
                        "--out", str(out)])
     assert code == 0
     result = json.loads(out.read_text())
+    # filtered recall by class, against exact search over the passing rows (40 and 400 rows: scored exactly)
+    classes = result["sizes"]["2000"]["filtered_recall"]["classes"]
+    assert {name: c["recall_at_10"] for name, c in classes.items()} == {"p1": 1.0, "p10": 1.0}
     section = result["sizes"]["2000"]
     assert list(section["runs"]) == ["128MB", "160MB"]
     for sb, run in section["runs"].items():

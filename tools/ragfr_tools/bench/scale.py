@@ -103,6 +103,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=CorpusSpec.seed, help="generator seed (default: %(default)s)")
     p.add_argument("--no-reuse", action="store_true", help="rebuild the corpus databases even if cached")
     p.add_argument("--skip-recall", action="store_true", help="leave out the recall@10 table")
+    p.add_argument("--skip-filtered-recall", action="store_true",
+                   help="leave out the filtered recall@10 table (1 %% and 10 %% classes against exact search)")
     p.add_argument("--filter-index", action="append", default=[], choices=sorted(SEL_CLASSES), metavar="CLASS",
                    help="declare sel=CLASS (ragfr filter-index) before measuring; repeatable; the cached database "
                    "keeps exactly the classes of this run (as for python -m ragfr_tools.bench)")
@@ -191,6 +193,7 @@ def _one_size(args: argparse.Namespace, cluster: Cluster, buffers: list[str], pi
         sb = max(buffers, key=_bytes) if args.skip_latency else buffers[-1]
         say(f"bench-scale: {rows} rows: recall@10 at ef_search {args.ef} (shared_buffers={sb})")
         section["recall"] = recall.run_recall(dsn, queries.head(args.recall_queries), args.ef)
+    if not args.skip_filtered_recall:
         say(f"bench-scale: {rows} rows: filtered recall@10 of the vector arm (1 % and 10 % classes)")
         section["filtered_recall"] = filtered_recall.run(dsn, queries.head(args.recall_queries), ["p1", "p10"])
     return section

@@ -1,0 +1,87 @@
+"""A filter index's build, as an operator lives it: CONCURRENTLY (a reader's open transaction delays it,
+never fails it, and writes go on), with progress lines while it waits or works, and refused while another
+command holds the index lock."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+
+from ragfr.db import filter_indexes
+from ragfr.embmigrate import lock
+from ragfr.embmigrate.errors import MigrationRunningError
+
+
+def _chunk(conn: psycopg.Connection, i: int, kind: str) -> None:  # type: ignore[type-arg]
+    conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata)"
+                 " VALUES (%s, array_fill(0.01::real, ARRAY[384])::vector, 'kb', 'texte', %s::jsonb)",
+                 (f"c{i}", f'{{"type": "{kind}"}}'))
+
+
+def test_a_build_waits_for_readers_reports_progress_and_lets_writes_through(migrated_db, monkeypatch) -> None:
+    dsn = migrated_db(dims=384, model="local:multilingual-e5-small")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for i in range(20):
+            _chunk(conn, i, "contrat" if i % 2 else "notice")
+        assert filter_indexes.declare(conn, "type", "contrat")
+    monkeypatch.setattr(filter_indexes, "PROGRESS_EVERY_S", 0.2)
+    lines: list[str] = []
+    done = threading.Event()
+    # An analyst's long read: its snapshot predates the build, which must wait for it to end.
+    reader = psycopg.connect(dsn)
+    reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    reader.execute("SELECT count(*) FROM document_chunk").fetchone()
+
+    def build() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            filter_indexes.sync(conn, dsn=dsn, say=lines.append)
+        done.set()
+
+    worker = threading.Thread(target=build)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not any("waiting for" in m for m in lines) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert any(m.startswith(filter_indexes.index_name("type", "contrat") + ": waiting for") for m in lines), lines
+        assert not done.is_set()
+        with psycopg.connect(dsn, autocommit=True) as writer:  # Open WebUI keeps writing meanwhile
+            _chunk(writer, 100, "contrat")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert [d.state for d in filter_indexes.listing(conn)] == ["building"]
+    finally:
+        reader.rollback()
+        reader.close()
+        worker.join(timeout=60)
+    assert done.is_set() and lines[-1].startswith("built ")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        (declared,) = filter_indexes.listing(conn)
+        assert declared.state == "ready"
+        # the row written during the build is in the index: with the shared graph out of the way (dropped in a
+        # transaction rolled back) and no other scan allowed, a walk of the filter's own graph finds all 11
+        with conn.transaction(force_rollback=True):
+            conn.execute("DROP INDEX idx_document_chunk_vector")
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT id FROM document_chunk WHERE vmetadata @> '{\"type\": \"contrat\"}'::jsonb"
+                " ORDER BY (vector::halfvec(384)) <=> array_fill(0.01::real, ARRAY[384])::halfvec(384) LIMIT 50"))
+            assert declared.index_name in plan, plan
+            found = conn.execute(
+                "SELECT count(*) FROM (SELECT id FROM document_chunk WHERE vmetadata @> '{\"type\": \"contrat\"}'::jsonb"
+                " ORDER BY (vector::halfvec(384)) <=> array_fill(0.01::real, ARRAY[384])::halfvec(384) LIMIT 50) x"
+            ).fetchone()
+            assert found == (11,)
+
+
+def test_a_second_index_command_is_refused_with_the_holder(migrated_db) -> None:
+    dsn = migrated_db(dims=384, model="local:multilingual-e5-small")
+    with psycopg.connect(dsn, autocommit=True) as holder, psycopg.connect(dsn, autocommit=True) as conn:
+        assert filter_indexes.declare(conn, "type", "contrat")
+        with lock.migration_lock(holder):
+            with pytest.raises(MigrationRunningError, match="another ragfr command is changing the vector indexes"):
+                filter_indexes.sync(conn)
+        assert filter_indexes.sync(conn).built == [filter_indexes.index_name("type", "contrat")]

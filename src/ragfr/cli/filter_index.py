@@ -15,12 +15,13 @@ if TYPE_CHECKING:
 EPILOG = """\
 why:
   pgvector filters after the graph walk: a filter passing 10 % of the chunks makes the walk visit ten times
-  the candidates of an unfiltered one (40 ms against 8 ms at 100k chunks). A declared filter gets a partial
-  HNSW index over its rows only; searches with that equality (ragfr search --filter, Open WebUI's filter)
-  walk it instead, like an unfiltered graph (4 ms). Worth it for filters used often that pass between
-  about 1 % and 30 % of the chunks; below that, exact scoring of the passing rows is already cheap.
-  Each index costs disk (about the shared index's size times the filter's share) and slows writes of the
-  rows it holds a little. docs/runbooks/filter-indexes.md.
+  the candidates of an unfiltered one. A declared filter gets a partial HNSW index over its rows only;
+  searches with that equality (ragfr search --filter, Open WebUI's filter) walk it instead, like an
+  unfiltered graph: at 100k chunks the vector arm of a 10 % filter took 56 ms on the shared graph and 11 ms
+  on its own (docs/benchmarks.md). Worth it for filters used often that pass between about 1 % and 30 % of
+  the chunks; below that, exact scoring of the passing rows is already cheap.
+  Each index costs disk and memory (about the shared index's size times the filter's share), and every
+  write of a chunk it holds updates it too. docs/runbooks/filter-indexes.md.
 
 what each command does:
   add KEY=VALUE ...   declare, then build each index CONCURRENTLY (searches and writes go on; progress

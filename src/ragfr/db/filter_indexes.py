@@ -2,8 +2,8 @@
 
 A filter that passes a share s of the rows makes the shared graph's walk visit about 1/s times the
 candidates of an unfiltered walk (pgvector filters after the walk). A partial index over the passing rows
-alone (`WHERE vmetadata @> '{"type": "contrat"}'`) is walked like an unfiltered graph: at 100k chunks, a
-10 % filter's walk fell from ~40 ms to ~4 ms (docs/benchmarks.md, "declared filters"). PostgreSQL picks it
+alone (`WHERE vmetadata @> '{"type": "contrat"}'`) is walked like an unfiltered graph: at 100k chunks, the
+vector arm of a 10 % filter fell from 56 to 11 ms (docs/benchmarks.md, "Declared filters"). PostgreSQL picks it
 by itself for a query whose predicate implies the index's, which ragfr.retrieval.filters ensures by
 writing the same containment test (ragfr.retrieval.filters.containment_predicate) into every query with
 that equality; the vector arm's cost rule sizes the walk by the smaller graph (ragfr.retrieval.semantic).
@@ -66,8 +66,8 @@ def parse_declaration(text: str) -> tuple[str, str]:
     c = parse_condition(text)
     if c.op != "eq":
         raise ConfigError(
-            f"{text!r}: a filter index serves one equality, key=value (a list or a range is served by the "
-            "indexes of each of its values, or by the shared graph)")
+            f"{text!r}: a filter index serves one equality, key=value; searches with a list (a|b) or a range "
+            "walk the shared graph: declare each value that is searched alone")
     (value,) = c.values
     if containment_predicate(c) is None:
         raise ConfigError(f"{text!r}: a value starting with [ or {{ is matched by text only; it cannot have "

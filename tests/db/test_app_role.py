@@ -23,6 +23,7 @@ from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError, DatabaseError
 from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.filters import Condition
 from ragfr.retrieval.hybrid import search
 
 E5 = "local:multilingual-e5-small"
@@ -83,6 +84,10 @@ def test_the_application_role_writes_and_searches_like_open_webui(release: Relea
                         config=SearchConfig(k=3, rerank=False))
         assert [h.id for h in result.hits][0] == "declaration"
         assert result.hits[0].lexical_rank == 1 and result.hits[0].semantic_rank is not None
+        # a filtered search reads the declared filters (ragfr_filter_index) as this role too
+        result = search(conn, "Comment déclarer un sinistre ?", collections=["kb"], embedder=e5,
+                        conditions=(Condition("name", "eq", ("vol",)),), config=SearchConfig(k=3, rerank=False))
+        assert [h.id for h in result.hits] == ["vol"] and result.arms["semantic"].filter_index is None
 
         conn.execute("UPDATE document_chunk SET text = 'Vol. Plainte sous 48 heures.' WHERE id = 'vol'")
         conn.execute("UPDATE document_chunk SET vmetadata = '{\"name\": \"franchise\", \"v\": 2}' WHERE id = 'franchise'")
@@ -106,6 +111,7 @@ REFUSED = [
     "UPDATE ragfr_collection_stats SET n_docs = 0",
     "UPDATE ragfr_embedding_space SET model = 'x'",
     "DELETE FROM ragfr_schema_migrations",
+    "INSERT INTO ragfr_filter_index (key, value, index_name) VALUES ('a', 'b', 'idx_document_chunk_vector_f_0123456789ab')",
     "CREATE OR REPLACE FUNCTION ragfr_bm25_after_truncate() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$",
 ]
 

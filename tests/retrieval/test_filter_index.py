@@ -166,3 +166,8 @@ def test_the_indexes_follow_the_shared_index_precision(dsn, capsys) -> None:
 def test_what_cannot_have_its_own_graph_is_refused(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         filter_indexes.parse_declaration(text)
+
+
+def test_a_database_without_the_schema_is_one_line(pg_dsn, capsys) -> None:
+    assert main(["filter-index", "list", "--dsn", pg_dsn]) == 2  # the cluster's `postgres` database: no ragfr schema
+    assert "run `ragfr migrate` first" in capsys.readouterr().err

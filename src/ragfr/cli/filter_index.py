@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     dsn = require_dsn(args)
     pairs = [filter_indexes.parse_declaration(text) for text in getattr(args, "filters", [])]
     with connect(dsn, autocommit=True) as conn:
+        filter_indexes.require_registry(conn)
         if args.verb == "list":
             return _show(filter_indexes.listing(conn), as_json=args.json)
         for key, value in pairs:

@@ -107,6 +107,12 @@ SELECT f.key, f.value, f.index_name, i.indisvalid, c.reltuples::bigint, pg_relat
 """
 
 
+def require_registry(conn: psycopg.Connection[Any]) -> None:
+    """DatabaseError naming the fix when the schema predates migration 0014 (or is no ragfr schema)."""
+    if conn.execute("SELECT to_regclass('ragfr_filter_index') IS NULL").fetchone() == (True,):
+        raise DatabaseError("this database has no ragfr_filter_index (migration 0014): run `ragfr migrate` first")
+
+
 def listing(conn: psycopg.Connection[Any]) -> list[Declared]:
     """Every declaration with the state of its index."""
     building = [r[0] for r in conn.execute(

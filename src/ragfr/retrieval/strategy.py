@@ -19,6 +19,10 @@ for an unfiltered walk of ef_search 100, 31 ms for the 500 candidates a 10 % fil
 At the defaults (ef_search 100, depth 50) the threshold is 1,000 rows up to 2,000 indexed rows, 7,071 at
 100k and 22,360 at 1M: at 100k a 1 % filter is scored exactly and a 10 % filter walks the graph.
 
+A declared filter (ragfr.db.filter_indexes) has its own graph: a partial index holding only the rows it
+passes. N is then that graph's rows, not the whole graph's, and the walk no longer grows as the filter
+narrows: at n close to N, exact wins only up to r * ef_search rows.
+
 Which side of the threshold a filter falls on: with metadata conditions the planner's estimate decides
 (ragfr.retrieval.semantic; counting the rows would cost random reads, as much as a walk near the
 threshold); without, the collections' row count. When exact is chosen, the statement that scores the

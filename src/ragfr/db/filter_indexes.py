@@ -109,7 +109,7 @@ SELECT f.key, f.value, f.index_name, i.indisvalid, c.reltuples::bigint, pg_relat
 
 def require_registry(conn: psycopg.Connection[Any]) -> None:
     """DatabaseError naming the fix when the schema predates migration 0014 (or is no ragfr schema)."""
-    if conn.execute("SELECT to_regclass('ragfr_filter_index') IS NULL").fetchone() == (True,):
+    if not _has_registry(conn):
         raise DatabaseError("this database has no ragfr_filter_index (migration 0014): run `ragfr migrate` first")
 
 
@@ -157,10 +157,7 @@ def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_w
     from ragfr.embmigrate import catalog, lock, names  # embmigrate builds on ragfr.db, not the reverse
 
     report = SyncReport()
-    leftovers = conn.execute(
-        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid = to_regclass(%s) AND c.relname ~ %s ORDER BY 1",
-        (names.TABLE, "^" + PREFIX + "[0-9a-f]{12}$")).fetchall()
+    leftovers = _built(conn, "")
     if not leftovers and conn.execute("SELECT NOT EXISTS (SELECT FROM ragfr_filter_index)").fetchone() == (True,):
         return report  # nothing declared, nothing built: no lock, no check
     opened = conn.execute(
@@ -179,7 +176,7 @@ def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_w
     conn.execute("RESET lock_timeout")
     try:
         with lock.migration_lock(conn):  # no embedding migration may start and copy a half-built set
-            _sync_locked(conn, report, leftovers=[r[0] for r in leftovers], live=live, dims=column.dims, dsn=dsn,
+            _sync_locked(conn, report, leftovers=leftovers, live=live, dims=column.dims, dsn=dsn,
                          maintenance_work_mem=maintenance_work_mem, say=say)
     except MigrationRunningError as exc:
         raise MigrationRunningError(
@@ -271,7 +268,7 @@ def build_shadows(conn: psycopg.Connection[Any], like: Index, column: str, dims:
     `<index>_next`: valid ones are kept (a resumed run), invalid ones rebuilt. The switch renames them
     (`rename_suffix`). Returns the names built."""
     built: list[str] = []
-    if conn.execute("SELECT to_regclass('ragfr_filter_index') IS NULL").fetchone() == (True,):
+    if not _has_registry(conn):
         return built  # a schema from before migration 0014: nothing can be declared
     for d in listing(conn):
         name = d.index_name + NEXT
@@ -288,10 +285,19 @@ def rename_suffix(conn: psycopg.Connection[Any], old: str, new: str) -> None:
     """ALTER INDEX ... RENAME every filter index named `<index><old>` to `<index><new>`, in the caller's
     transaction: the embedding migration's switch moves them with their columns (`` -> `_prev`, `_next` ->
     ``, and back)."""
-    found = conn.execute(
-        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid = 'document_chunk'::regclass AND c.relname ~ %s ORDER BY 1",
-        ("^" + PREFIX + "[0-9a-f]{12}" + old + "$",)).fetchall()
-    for (name,) in found:
+    for name in _built(conn, old):
         base = name[: len(name) - len(old)] if old else name
         conn.execute(sql.SQL("ALTER INDEX {} RENAME TO {}").format(sql.Identifier(name), sql.Identifier(base + new)))
+
+
+def _has_registry(conn: psycopg.Connection[Any]) -> bool:
+    return conn.execute("SELECT to_regclass('ragfr_filter_index') IS NOT NULL").fetchone() == (True,)
+
+
+def _built(conn: psycopg.Connection[Any], suffix: str) -> list[str]:
+    """Names of the filter indexes on document_chunk named `<prefix><12 hex digits><suffix>`."""
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = 'document_chunk'::regclass AND c.relname ~ %s ORDER BY 1",
+        ("^" + PREFIX + "[0-9a-f]{12}" + suffix + "$",)).fetchall()
+    return [str(r[0]) for r in rows]

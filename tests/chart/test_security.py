@@ -45,16 +45,67 @@ def test_first_admin_comes_from_a_secret_only_when_given() -> None:
         "openwebui.extraEnv: WEBUI_ADMIN_PASSWORD is computed by the chart")
 
 
+ADMIN = {"admin": {"existingSecret": "owui-admin"}}
+INGRESS = {"enabled": True, "host": "rag.example.fr"}
+
+
+def test_an_ingress_without_an_admin_secret_is_refused() -> None:
+    """Behind an ingress, whoever signs up first while no user exists becomes admin: no render without the
+    admin Secret, unless the operator says allowFirstSignup (then NOTES shout it)."""
+    assert error_line({"openwebui": {"ingress": INGRESS}}).startswith(
+        "openwebui.ingress.enabled=true without openwebui.admin.existingSecret: the first visitor")
+    assert "set openwebui.admin.existingSecret" in error_line({"openwebui": {"ingress": INGRESS}})
+    with_secret = _notes({"openwebui": {"ingress": INGRESS, **ADMIN}})
+    assert "Secret owui-admin" in with_secret and "FIRST SIGN-UP BECOMES ADMIN" not in with_secret
+    env = _owui({"openwebui": {"ingress": INGRESS, **ADMIN}})
+    assert env["WEBUI_ADMIN_EMAIL"] == {"secretKeyRef": {"name": "owui-admin", "key": "admin-email"}}
+    allowed = _notes({"openwebui": {"ingress": INGRESS, "admin": {"allowFirstSignup": True}}})
+    assert "WARNING: THE FIRST SIGN-UP BECOMES ADMIN (openwebui.admin.allowFirstSignup=true" in allowed
+    assert "Anyone who reaches rag.example.fr and signs up before you OWNS this Open WebUI" in allowed
+    assert "WEBUI_ADMIN_EMAIL" not in _owui({"openwebui": {"ingress": INGRESS, "admin": {"allowFirstSignup": True}}})
+    # Without an ingress (port-forward only) nothing changes: the quiet reminder, no refusal.
+    assert "FIRST SIGN-UP BECOMES ADMIN" not in _notes({})
+
+
+def test_webui_auth_is_set_in_the_container_env_so_no_env_from_source_can_override_it() -> None:
+    """extraEnvFrom Secrets/ConfigMaps are invisible to the chart; Kubernetes lets `env` win over `envFrom` for
+    the same name, so WEBUI_AUTH=true in env is what the container gets whatever they hold."""
+    docs = render({"openwebui": {"extraEnvFrom": [{"configMapRef": {"name": "sneaky"}},
+                                                  {"secretRef": {"name": "sneakier"}}]}})
+    main = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]["containers"][0]
+    assert {"configMapRef": {"name": "sneaky"}} in main["envFrom"]
+    auth = [e for e in main["env"] if e["name"] == "WEBUI_AUTH"]
+    assert auth == [{"name": "WEBUI_AUTH", "value": "true"}]
+    # Also over openwebui.env, which goes into the chart's ConfigMap (an envFrom source as well).
+    assert env_of(one(render({"openwebui": {"env": {"WEBUI_AUTH": "true"}}}), "Deployment", "-openwebui")
+                  ["spec"]["template"]["spec"]["containers"][0])["WEBUI_AUTH"] == "true"
+
+
+@pytest.mark.parametrize("entry", [
+    {"name": "WEBUI_AUTH", "valueFrom": {"secretKeyRef": {"name": "s", "key": "auth"}}},
+    {"name": "WEBUI_AUTH", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "auth"}}},
+    {"name": "WEBUI_AUTH", "value": ""},
+    {"name": "WEBUI_AUTH"},
+    {"name": "WEBUI_AUTH", "value": "true"},
+])
+def test_webui_auth_in_extra_env_is_refused_in_every_form(entry: dict) -> None:  # type: ignore[type-arg]
+    """extraEnv lands in the container's env AFTER the chart's entries, where it would win: no form passes, not
+    a valueFrom the chart cannot read, not an empty value (Open WebUI reads "" as false)."""
+    message = error_line({"openwebui": {"extraEnv": [{"name": "OTHER", "value": "x"}, entry]}})
+    assert "WEBUI_AUTH" in message and ("refused" in message or "remove it" in message), message
+
+
 def _notes(values: dict) -> str:  # type: ignore[type-arg]
     return next(text for path, text in render_raw(values).items() if path.endswith("NOTES.txt"))
 
 
 def test_notes_print_the_scheme_that_is_true() -> None:
-    plain = _notes({"openwebui": {"ingress": {"enabled": True, "host": "rag.example.fr"}}})
+    plain = _notes({"openwebui": {"ingress": {"enabled": True, "host": "rag.example.fr"}, **ADMIN}})
     assert "http://rag.example.fr/" in plain and "https://" not in plain
     assert "no openwebui.ingress.tls" in plain
     tls = _notes({"openwebui": {"ingress": {"enabled": True, "host": "rag.example.fr",
-                                            "tls": [{"secretName": "rag-tls", "hosts": ["rag.example.fr"]}]}}})
+                                            "tls": [{"secretName": "rag-tls", "hosts": ["rag.example.fr"]}]},
+                                **ADMIN}})
     assert "https://rag.example.fr/" in tls and "no openwebui.ingress.tls" not in tls
     local = _notes({})
     assert "http://localhost:8080/" in local and "https://" not in local

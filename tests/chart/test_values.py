@@ -81,7 +81,8 @@ REJECTED = [
     ({"openwebui": {"reranker": {"source": "pvc"}}},
      "openwebui.reranker.source=pvc needs openwebui.reranker.existingClaim"),
     ({"openwebui": {"reranker": {"source": "image"}}}, "openwebui.reranker.source=image needs"),
-    ({"openwebui": {"ingress": {"enabled": True}}}, "openwebui.ingress.host is required when the ingress is enabled"),
+    ({"openwebui": {"ingress": {"enabled": True}, "admin": {"existingSecret": "owui-admin"}}},
+     "openwebui.ingress.host is required when the ingress is enabled"),
     ({"openwebui": {"patch": {"files": ["../etc/passwd"]}}}, "at '/openwebui/patch/files/0'"),
 ]
 

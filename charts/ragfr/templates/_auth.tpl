@@ -8,10 +8,35 @@ never switched off, and an optional first admin from a Secret.
 {{- $w := .Values.openwebui -}}
 {{- $auth := "" -}}
 {{- if hasKey $w.env "WEBUI_AUTH" -}}{{- $auth = toString (index $w.env "WEBUI_AUTH") -}}{{- end -}}
-{{- range $w.extraEnv -}}{{- if eq .name "WEBUI_AUTH" -}}{{- $auth = toString (.value | default "") -}}{{- end -}}{{- end -}}
-{{- if and $auth (ne (lower $auth) "true") -}}
+{{- if and (hasKey $w.env "WEBUI_AUTH") (ne (lower $auth) "true") -}}
 {{- fail (printf "openwebui WEBUI_AUTH=%s is refused: Open WebUI without authentication gives every visitor admin rights over the knowledge bases; remove it" $auth) -}}
 {{- end -}}
+{{- /* extraEnv goes into the container's env, where it would override the chart's WEBUI_AUTH=true: refused in
+     every form, an empty value (Open WebUI reads "" as false) and a valueFrom the chart cannot read included. */ -}}
+{{- range $w.extraEnv -}}
+{{- if eq .name "WEBUI_AUTH" -}}
+{{- if .valueFrom -}}
+{{- fail "openwebui.extraEnv: WEBUI_AUTH from valueFrom is refused: the chart cannot check a value it does not see, and Open WebUI without authentication gives every visitor admin rights; remove it (the chart sets WEBUI_AUTH=true)" -}}
+{{- end -}}
+{{- $v := toString (.value | default "") -}}
+{{- if ne (lower $v) "true" -}}
+{{- fail (printf "openwebui WEBUI_AUTH=%s is refused: Open WebUI without authentication gives every visitor admin rights over the knowledge bases; remove it" $v) -}}
+{{- end -}}
+{{- fail "openwebui.extraEnv: WEBUI_AUTH is set to true by the chart; remove it" -}}
+{{- end -}}
+{{- end -}}
+{{- /* Behind an ingress, whoever reaches Open WebUI first while no user exists becomes its admin. */ -}}
+{{- $a := $w.admin -}}
+{{- if and $w.ingress.enabled (not $a.existingSecret) (not $a.allowFirstSignup) -}}
+{{- fail "openwebui.ingress.enabled=true without openwebui.admin.existingSecret: the first visitor to reach Open WebUI through the ingress would become its admin; create a Secret with keys admin-email and admin-password and set openwebui.admin.existingSecret (or, knowingly, openwebui.admin.allowFirstSignup=true and sign up before anyone else)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* WEBUI_AUTH in the container's env: env wins over envFrom for the same name, so no extraEnvFrom Secret or
+     ConfigMap (which the chart cannot read) and no openwebui.env entry can switch authentication off. */}}
+{{- define "ragfr.auth.env" -}}
+- name: WEBUI_AUTH
+  value: "true"
 {{- end -}}
 
 {{/* env entries of the first admin (Open WebUI creates it at start when no user exists yet). */}}

@@ -18,3 +18,9 @@ class DatabaseError(RagfrError):
 
 class EmbeddingSpaceError(RagfrError):
     """A model or dimension that does not match the stored embedding space."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (libpq and drivers add context lines a log line does not want)."""
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__

@@ -31,6 +31,7 @@ ARMS = ("lexical", "vector")
 SURFACES = ("chat", "cli")
 DECISIONS = ("answer", "refuse")
 CHECKS = ("model", "dimension")
+UNAVAILABLE = ("busy", "failed", "refused")
 
 # No `*_created` series beside each counter and histogram: they double the series count and nothing here reads them.
 disable_created_metrics()
@@ -61,6 +62,12 @@ SPACE_MISMATCHES = Counter(
     "another model (check=model) or another width (check=dimension).",
     ["check"],
 )
+CHAT_SEARCH_UNAVAILABLE = Counter(
+    "ragfr_chat_search_unavailable", "Chat questions ragfr could not search, answered with a message and no model "
+    "call: busy (no slot or connection within the wait limit, a timeout), failed (an error), refused (a question "
+    "it will not search: too long, NUL, bad filter). Never Open WebUI's legacy path.",
+    ["kind"],
+)
 
 # Every series exists from the start at 0: rate() and the alerts see a flat line, not a missing one.
 for _o in OUTCOMES:
@@ -72,6 +79,8 @@ for _s in SURFACES:
         GATE_DECISIONS.labels(_s, _d)
 for _c in CHECKS:
     SPACE_MISMATCHES.labels(_c)
+for _k in UNAVAILABLE:
+    CHAT_SEARCH_UNAVAILABLE.labels(_k)
 
 
 def observe_search(total_ms: float, arms_ms: Mapping[str, float], underfilled: bool) -> None:
@@ -91,6 +100,10 @@ def search_failed(timeout: bool) -> None:
 
 def gate_decision(surface: str, grounded: bool) -> None:
     GATE_DECISIONS.labels(surface, "answer" if grounded else "refuse").inc()
+
+
+def chat_search_unavailable(kind: str) -> None:
+    CHAT_SEARCH_UNAVAILABLE.labels(kind).inc()
 
 
 def space_mismatch(check: str) -> None:

@@ -114,3 +114,24 @@ def test_cross_encoder_scale_only_when_reranked_and_calibrated(monkeypatch: pyte
     decision = metadata[METADATA_KEY]
     assert decision["scale"] == "cross-encoder" and decision["grounded"] is True
     assert decision["top_score"] == pytest.approx(2.1972, abs=1e-3) and decision["evidence_threshold"] == 1.5
+
+
+@pytest.mark.parametrize("kind", ["busy", "failed", "refused"])
+def test_a_search_that_could_not_run_is_refused_with_its_own_message_not_the_documents_fault(kind: str) -> None:
+    """chat_search's marker passage (busy, failed, refused) beside a good search of another collection: the
+    question is refused with the kind's message, the reason is logged, and no model is called."""
+    from ragfr.owui.chat_search import unavailable_result
+    from ragfr.owui.errors import SearchUnavailable
+
+    marker = unavailable_result("kb2", SearchUnavailable(kind, "why it did not run"))
+    failed = {"source": {"type": "collection", "id": "kb2"}, "document": marker["documents"][0],
+              "metadata": marker["metadatas"][0], "distances": marker["distances"][0]}
+    top = RRF.evidence_threshold + 0.001
+    out, metadata = run([source((top, top)), failed])
+    decision = metadata[METADATA_KEY]
+    assert decision["grounded"] is False
+    assert decision["message"] == chat_gate.UNAVAILABLE[kind] and REFUSAL not in decision["message"]
+    assert decision["reason"] == f"search {kind}: {kind}: why it did not run"
+    assert len(out) == 1 and out[0]["source"]["id"] == "ragfr-evidence-gate"  # no passage reaches the model
+    reply = refusal_response({"model": "m"}, metadata, object)
+    assert reply is not None and reply["choices"][0]["message"]["content"] == chat_gate.UNAVAILABLE[kind]

@@ -1,6 +1,8 @@
 """The Open WebUI adapter's limits: connections bounded per process whatever the number of concurrent chat
-searches, and a search that cannot finish is cancelled at the statement timeout and answered with no
-results (Open WebUI's normal path), never a hung request. Real PostgreSQL; the adapter as Open WebUI calls it."""
+searches; a search that cannot finish is cancelled at the statement timeout, and one that finds no free
+connection gives up after the wait limit: both are `SearchUnavailable("busy")` (the chat's busy message),
+never a hung request and never a None (Open WebUI's legacy path). A question ragfr will not search is
+`refused`. Real PostgreSQL; the adapter as Open WebUI calls it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import pytest
 from tests.conftest import MigratedDb
 
 from ragfr.owui import native
+from ragfr.owui.errors import SearchUnavailable
 
 MODEL = "ollama:stub-geometry"
 
@@ -96,17 +99,50 @@ def test_64_concurrent_searches_never_open_more_than_the_pools_allow(dsn: str, m
     assert 2 <= peak[0] <= 2 * 3, f"{peak[0]} connections for pools of 3 (main + lexical)"
 
 
-def test_a_stuck_search_is_cancelled_at_the_timeout_with_no_results(dsn: str, monkeypatch, caplog) -> None:
+def test_a_stuck_search_is_cancelled_at_the_timeout_and_said_busy(dsn: str, monkeypatch) -> None:
     monkeypatch.setattr(native, "STATEMENT_TIMEOUT_MS", 500)
     with psycopg.connect(dsn) as blocker:
         blocker.execute("LOCK TABLE document_chunk IN ACCESS EXCLUSIVE MODE")  # e.g. a migration gone wrong
         started = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="ragfr.owui"):
-            result = _search(dsn)
+        with pytest.raises(SearchUnavailable) as raised:  # never None: that would be the legacy path
+            _search(dsn)
         took = time.monotonic() - started
-    assert result is not None and result.ids == [[]]  # Open WebUI's "no results", not the legacy path
+    assert raised.value.kind == "busy" and "cancelled after statement_timeout 500 ms" in raised.value.reason
     assert took < 5, f"the search took {took:.1f} s"
-    assert any("cancelled after statement_timeout 500 ms" in r.getMessage() for r in caplog.records)
+
+
+def test_no_free_connection_within_the_wait_is_busy_not_a_hang(dsn: str, monkeypatch) -> None:
+    monkeypatch.setattr(native, "POOL_SIZE", 1)
+    monkeypatch.setattr(native, "POOL_WAIT_S", 0.5)
+    with native.pool(native.session_dsn(_Session(dsn)), "main").connection():  # the only connection, held
+        started = time.monotonic()
+        with pytest.raises(SearchUnavailable) as raised:
+            _search(dsn)
+        took = time.monotonic() - started
+    assert raised.value.kind == "busy" and "no database connection free within 0.5 s" in raised.value.reason
+    assert took < 5, f"the search waited {took:.1f} s"
+
+
+@pytest.mark.parametrize(("query", "why"), [
+    ("sinistre " * 1000, "the limit is 8000"),
+    ("déclarer\x00un sinistre", "NUL"),
+    ("   ", "empty query"),
+])
+def test_a_question_ragfr_will_not_search_is_refused_not_sent_to_the_legacy_path(dsn: str, query: str,
+                                                                                 why: str) -> None:
+    with pytest.raises(SearchUnavailable) as raised:
+        native.hybrid_search(
+            _Session(dsn), _Result, collection_name="kb", query=query, vectors=[[1.0, 0.5, 1.0, 0.2]],
+            filter=None, limit=5, hybrid_bm25_weight=0.5, encrypted=False)
+    assert raised.value.kind == "refused" and why in raised.value.reason
+
+
+def test_a_bad_filter_is_refused(dsn: str) -> None:
+    with pytest.raises(SearchUnavailable) as raised:
+        native.hybrid_search(
+            _Session(dsn), _Result, collection_name="kb", query="sinistre", vectors=[[1.0, 0.5, 1.0, 0.2]],
+            filter={"k\x00": "v"}, limit=5, hybrid_bm25_weight=0.5, encrypted=False)
+    assert raised.value.kind == "refused" and "NUL" in raised.value.reason
 
 
 def test_the_operators_ef_search_is_what_the_chat_search_pins_and_logs(dsn: str, monkeypatch, caplog) -> None:

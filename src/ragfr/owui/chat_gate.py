@@ -14,8 +14,9 @@ Scores
   cross-encoder    only when Open WebUI ran its reranker AND RAGFR_GATE_CE_EVIDENCE is set (a calibrated
                    logit, docs/runbooks/calibrate-relevance-threshold.md): Open WebUI's reranker scores
                    are sigmoids, turned back into logits to compare with the thresholds.
-Fails closed: a request that searched attached knowledge but got no passage ragfr scored (search error,
-Open WebUI's legacy fallback), or an error inside the gate, is refused.
+Fails closed: a request that searched attached knowledge but got no passage ragfr scored, a search ragfr
+could not run (`ragfr.owui.chat_search`'s marker passage: busy, failed or refused, each with its own
+message), or an error inside the gate, is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
+from ragfr.owui.chat_search import REASON_KEY, UNAVAILABLE_KEY
 from ragfr.retrieval.gate import GateConfig, Scale, decide
 
 log = logging.getLogger("ragfr.gate")
@@ -39,6 +41,15 @@ log = logging.getLogger("ragfr.gate")
 REFUSAL = "Les documents joints ne permettent pas de répondre à cette question."
 NO_PASSAGE = "Aucun passage des documents joints ne correspond à la question."
 CLOSEST = "Passages les plus proches :"
+# When the search itself could not run: not "the documents do not answer", which would be a claim about them.
+UNAVAILABLE = {
+    "busy": "La recherche dans les documents joints est saturée pour le moment : aucune réponse n'a été "
+            "produite. Réessayez dans quelques instants.",
+    "failed": "La recherche dans les documents joints a échoué : aucune réponse n'a été produite. Réessayez ; "
+              "si l'erreur persiste, signalez-la à l'administrateur.",
+    "refused": "Cette question ne peut pas être recherchée dans les documents joints telle qu'elle est écrite "
+               "(vide, trop longue ou contenant un caractère invalide) : reformulez-la.",
+}
 MAX_KEPT = 3  # passages the model receives at most
 MAX_SHOWN = 3  # closest passages listed under a refusal
 EXCERPT_CHARS = 220
@@ -101,6 +112,23 @@ def _passages(sources: list[dict[str, Any]]) -> list[Passage]:
             if "ragfr_rrf_score" in meta:
                 out.append(Passage(s, i, str(text), meta))
     return out
+
+
+def _unavailable(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The marker passages of searches ragfr could not run, in order."""
+    return [m for source in sources for m in source.get("metadata") or []
+            if isinstance(m, dict) and m.get(UNAVAILABLE_KEY) in UNAVAILABLE]
+
+
+def unavailable_decision(markers: list[dict[str, Any]]) -> Decision:
+    """Refused because a search did not run. The most serious kind sets the message (failed, then busy, then
+    refused); every marker's reason goes into the decision's reason (the gate log)."""
+    kinds = [str(m[UNAVAILABLE_KEY]) for m in markers]
+    kind = next(k for k in ("failed", "busy", "refused") if k in kinds)
+    reason = "; ".join(sorted({f"{m[UNAVAILABLE_KEY]}: {m.get(REASON_KEY, '')}" for m in markers}))
+    gate_cfg = GateConfig.for_scale("rrf")
+    return Decision(False, "rrf", None, gate_cfg.evidence_threshold, gate_cfg.noise_floor,
+                    f"search {kind}: {reason}", message=UNAVAILABLE[kind])
 
 
 def _logit(p: float) -> float:
@@ -177,12 +205,16 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
     """Decide on the retrieved passages; return the sources the model (or the refusal) gets.
 
     Not gated (sources returned unchanged): no attachment searched and no passage from ragfr."""
-    passages = _passages(sources)
-    if not passages and not (searched and searches_knowledge(metadata.get("files"))):
+    passages, markers = _passages(sources), _unavailable(sources)
+    if not passages and not markers and not (searched and searches_knowledge(metadata.get("files"))):
         return sources
     started = time.perf_counter()
+    chosen: list[Passage]
     try:
-        decision, chosen = assess(passages, scale_for(reranked))
+        if markers:
+            decision, chosen = unavailable_decision(markers), []
+        else:
+            decision, chosen = assess(passages, scale_for(reranked))
     except Exception as exc:  # fail closed: no evidence we can vouch for, no model call
         log.exception("ragfr: evidence gate failed; refusing")
         gate_cfg = GateConfig.for_scale("rrf")

@@ -17,3 +17,21 @@ class VectorLengthError(RagfrError, ValueError):
 
 class OwuiError(RagfrError):
     """An Open WebUI process that ragfr drives (the evaluation's stock-path driver) failed or exited."""
+
+
+class SearchUnavailable(RagfrError):
+    """ragfr could not search for a chat question. The chat gets an honest message and no passage, never
+    Open WebUI's legacy path (which would load the whole collection into the pod on top of the trouble).
+
+    kind: `busy` (no free slot or connection within the wait limit, a statement or embedding timeout: try
+    again), `failed` (an error: the operator must look), `refused` (a question ragfr will not search as
+    given: too long, a NUL byte, a bad filter, empty)."""
+
+    KINDS = ("busy", "failed", "refused")
+
+    def __init__(self, kind: str, reason: str) -> None:
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown kind {kind!r}")
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason

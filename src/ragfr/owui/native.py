@@ -25,7 +25,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ragfr import metrics
 from ragfr.db.connect import normalize_dsn, redact
-from ragfr.errors import RagfrError
+from ragfr.errors import ConfigError, RagfrError, first_line
+from ragfr.owui.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig, parse_ef_search
 from ragfr.retrieval.filters import from_mapping
@@ -160,11 +161,6 @@ def _search_all(
     return out
 
 
-def empty(result_type: Any, rows: int) -> Any:
-    """Open WebUI's SearchResult with no hit, one row per query vector: its normal "no results" path."""
-    return result_type(ids=[[]] * rows, documents=[[]] * rows, metadatas=[[]] * rows, distances=[[]] * rows)
-
-
 def hybrid_search(
     session: Any,
     result_type: Any,
@@ -177,15 +173,15 @@ def hybrid_search(
     hybrid_bm25_weight: float,
     encrypted: bool,
 ) -> Any | None:
-    """Open WebUI's SearchResult, or None to let Open WebUI fall back to its (French-tokenized) legacy path."""
+    """Open WebUI's SearchResult, None only where ragfr declines the database (PGVECTOR_PGCRYPTO), and
+    `SearchUnavailable` for every failure: the chat step (`ragfr.owui.chat_search`) turns it into an
+    honest message, where a None would send the question to Open WebUI's legacy path."""
     if encrypted:
         log.warning(
             "ragfr: PGVECTOR_PGCRYPTO encrypts document_chunk.text, which ragfr's French index cannot read; "
             "using Open WebUI's legacy hybrid search (French tokenizer) for %s", collection_name,
         )
         return None
-    if not query or not query.strip():
-        return None  # nothing to analyse: Open WebUI's legacy path handles vector-only calls
     weight = min(max(float(hybrid_bm25_weight), 0.0), 1.0)
     dsn = ""
     try:
@@ -196,19 +192,17 @@ def hybrid_search(
         )
         with pool(dsn, "main").connection() as conn, pool(dsn, "lexical").connection() as lexical_conn:
             results = _search_all(conn, lexical_conn, **args)
-    except (PoolTimeout, SearchTimeoutError) as err:
-        if isinstance(err, PoolTimeout):  # never reached hybrid.search, which counts its own timeouts
-            metrics.search_failed(timeout=True)
-        # Busy or stuck: no results now (Open WebUI answers without these passages) rather than a request
-        # that hangs, and never the legacy path, which would load the whole collection on top.
-        log.warning("ragfr: no results for %s: %s", collection_name, err)
-        return empty(result_type, len(vectors or []) or 1)
+    except PoolTimeout as err:
+        metrics.search_failed(timeout=True)  # never reached hybrid.search, which counts its own failures
+        raise SearchUnavailable("busy", f"no database connection free within {POOL_WAIT_S:g} s: {err}") from err
+    except SearchTimeoutError as err:
+        raise SearchUnavailable("busy", str(err)) from err
+    except ConfigError as err:  # the question (too long, NUL, empty) or Open WebUI's filter
+        raise SearchUnavailable("refused", str(err)) from err
     except RagfrError as err:
-        log.error("ragfr: hybrid search refused for %s (%s); falling back to Open WebUI's legacy path: %s",
-                  collection_name, redact(dsn), err)
-        return None
-    except Exception:
-        log.exception("ragfr: hybrid search failed for %s (%s); falling back to Open WebUI's legacy path",
-                      collection_name, redact(dsn))
-        return None
+        raise SearchUnavailable("failed", f"{err} ({redact(dsn)})") from err
+    except Exception as err:
+        log.exception("ragfr: hybrid search failed for %s (%s)", collection_name, redact(dsn))
+        raise SearchUnavailable("failed", f"{type(err).__name__}: {first_line(err)}") from err
     return to_owui(results, result_type)
+

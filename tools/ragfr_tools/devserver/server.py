@@ -2,8 +2,14 @@
 
 Routes: GET /, /api/version, /api/tags, /api/ps; POST /api/show, /api/embed, /api/embeddings,
 /api/chat (streamed NDJSON or one JSON object, as Ollama does), /api/generate.
-Not Ollama's: GET /ragfr/requests -> {"chat": N, "generate": N, "embed": N}, the requests received since
-start, so a test can prove that no request reached the chat model (the evidence gate's refusals).
+Not Ollama's:
+  GET /ragfr/requests -> {"chat": N, "generate": N, "embed": N, "embedded_queries": N, "embedded_passages": N},
+    the requests (and the texts embedded, by side) since start, so a test can prove that no request reached
+    the chat model (the evidence gate's refusals), and count what one question costs in embeddings;
+  POST /ragfr/faults {"query_delay_s": S, "query_status": CODE} -> faults for the query embeddings that
+    follow (uploads are untouched): each waits S seconds inside the embedding lock (a slow or saturated
+    Ollama), or is answered with HTTP CODE (a failing one). {} clears them.
+Embeddings run one request at a time (one lock): like Ollama on a CPU, a queue forms under load.
 """
 
 from __future__ import annotations
@@ -51,12 +57,14 @@ class DoubleState:
         self.embedder = embedder
         self.embedding_model = embedding_model
         self.lock = threading.Lock()
-        self._counts = {"chat": 0, "generate": 0, "embed": 0}
+        self._counts = {"chat": 0, "generate": 0, "embed": 0, "embedded_queries": 0, "embedded_passages": 0}
         self._counts_lock = threading.Lock()
+        self.query_delay_s = 0.0
+        self.query_status = 0
 
-    def count(self, route: str) -> None:
+    def count(self, route: str, n: int = 1) -> None:
         with self._counts_lock:
-            self._counts[route] += 1
+            self._counts[route] += n
 
     def counts(self) -> dict[str, int]:
         with self._counts_lock:
@@ -66,7 +74,11 @@ class DoubleState:
         queries = [i for i, t in enumerate(texts) if t.startswith(QUERY_PREFIX)]
         passages = [i for i in range(len(texts)) if i not in set(queries)]
         out: list[list[float]] = [[] for _ in texts]
+        self.count("embedded_queries", len(queries))
+        self.count("embedded_passages", len(texts) - len(queries))
         with self.lock:
+            if queries and self.query_delay_s:
+                time.sleep(self.query_delay_s)  # a fault a test asked for (POST /ragfr/faults)
             if queries:
                 vectors = self.embedder.embed_queries([texts[i][len(QUERY_PREFIX) :] for i in queries])
                 for i, v in zip(queries, vectors, strict=True):
@@ -131,6 +143,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"models": []})
         elif path == "/ragfr/requests":
             self._send(200, self.state.counts())
+        elif path == "/ragfr/faults":
+            self._send(200, {"query_delay_s": self.state.query_delay_s, "query_status": self.state.query_status})
         else:
             self._send(404, {"error": f"not found: {path} (ragfr test double)"})
 
@@ -149,6 +163,9 @@ class Handler(BaseHTTPRequestHandler):
             "/api/generate": self._generate,
             "/api/show": self._show,
         }
+        if path == "/ragfr/faults":
+            self._faults(data)
+            return
         route = routes.get(path)
         if route is None:
             self._send(404, {"error": f"not found: {path} (ragfr test double)"})
@@ -157,6 +174,22 @@ class Handler(BaseHTTPRequestHandler):
         if path in counted:  # counted on arrival: a request for an unknown model still reached the "model"
             self.state.count(counted[path])
         route(data)
+
+    def _faults(self, data: dict[str, Any]) -> None:
+        try:
+            delay, status = float(data.get("query_delay_s") or 0), int(data.get("query_status") or 0)
+        except (TypeError, ValueError):
+            self._send(400, {"error": "query_delay_s: seconds, query_status: an HTTP status code"})
+            return
+        self.state.query_delay_s, self.state.query_status = max(delay, 0.0), status
+        self._send(200, {"query_delay_s": self.state.query_delay_s, "query_status": self.state.query_status})
+
+    def _query_fault(self, texts: list[str]) -> bool:
+        status = self.state.query_status
+        if status and any(t.startswith(QUERY_PREFIX) for t in texts):
+            self._send(status, {"error": f"fault injected by a test: HTTP {status} (ragfr test double)"})
+            return True
+        return False
 
     def _require_model(self, data: dict[str, Any], wanted: str) -> bool:
         name = _bare(str(data.get("model", "")))
@@ -170,6 +203,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         raw = data.get("input", [])
         texts = [raw] if isinstance(raw, str) else [str(t) for t in raw]
+        if self._query_fault(texts):
+            return
         started = time.monotonic()
         vectors = self.state.embed(texts)
         self._send(
@@ -186,7 +221,10 @@ class Handler(BaseHTTPRequestHandler):
     def _embeddings(self, data: dict[str, Any]) -> None:
         if not self._require_model(data, self.state.embedding_model):
             return
-        self._send(200, {"embedding": self.state.embed([str(data.get("prompt", ""))])[0]})
+        texts = [str(data.get("prompt", ""))]
+        if self._query_fault(texts):
+            return
+        self._send(200, {"embedding": self.state.embed(texts)[0]})
 
     def _show(self, data: dict[str, Any]) -> None:
         name = _bare(str(data.get("model") or data.get("name") or ""))

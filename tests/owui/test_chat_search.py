@@ -1,0 +1,204 @@
+"""ragfr.owui.chat_search, the body of Open WebUI's native hybrid step, driven with Open WebUI-shaped pieces.
+
+The pieces stand in for Open WebUI's module (its async vector-DB client, `_search_result_to_documents`,
+`RerankCompressor`) because this venv cannot import open_webui; each stand-in reproduces the stock
+behaviour the step relies on, and the same code runs inside the real Open WebUI in
+tests/owui/test_chat_under_load.py. What is checked: every failure becomes a marker passage (never None,
+the legacy path), counted; without a reranking model no passage is embedded again and ragfr's order is
+kept; the concurrency slots and their wait limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ragfr import metrics
+from ragfr.owui import chat_search
+from ragfr.owui.chat_search import UNAVAILABLE_KEY, Limits, OwuiRetrieval, query_doc
+from ragfr.owui.errors import SearchUnavailable
+
+
+@dataclass
+class Doc:  # langchain's Document: what _search_result_to_documents makes
+    page_content: str
+    metadata: dict[str, Any]
+
+
+@dataclass
+class Client:
+    """Open WebUI's ASYNC_VECTOR_DB_CLIENT in front of ragfr's adapter: a result, None, or a raise."""
+
+    hits: list[tuple[str, float]] = field(default_factory=lambda: [("a", 0.03), ("b", 0.02), ("c", 0.01), ("d", 0.005)])
+    raises: BaseException | None = None
+    hold: asyncio.Event | None = None
+    declines: bool = False
+    calls: int = 0
+
+    async def hybrid_search(self, **kw: Any) -> Any:
+        self.calls += 1
+        if self.hold is not None:
+            await self.hold.wait()
+        if self.raises is not None:
+            raise self.raises
+        return None if self.declines else self.hits
+
+
+def to_documents(hits: list[tuple[str, float]]) -> list[Doc]:
+    return [Doc(text, {"score": score, "ragfr_rrf_score": score}) for text, score in hits]
+
+
+class Compressor:
+    """RerankCompressor with a reranking function: the cross-encoder's scores, sorted (stock behaviour)."""
+
+    def __init__(self, *, embedding_function: Any, top_n: int, reranking_function: Any, r_score: float) -> None:
+        self.top_n, self.rerank = top_n, reranking_function
+
+    async def acompress_documents(self, documents: list[Doc], query: str) -> list[Doc]:
+        scores = self.rerank(query, documents)
+        ranked = sorted(zip(documents, scores, strict=True), key=lambda x: x[1], reverse=True)[: self.top_n]
+        return [Doc(d.page_content, {**d.metadata, "score": s}) for d, s in ranked]
+
+
+@dataclass
+class Embedder:
+    delay_s: float = 0.0
+    fails: bool = False
+    returns_none: bool = False
+    texts: list[Any] = field(default_factory=list)
+
+    async def __call__(self, query: Any, prefix: str | None = None) -> Any:
+        self.texts.append(query)
+        await asyncio.sleep(self.delay_s)
+        if self.fails:
+            raise RuntimeError("Ollama: connection refused")
+        return None if self.returns_none else [0.1, 0.2]
+
+
+def owui(client: Client) -> OwuiRetrieval:
+    return OwuiRetrieval(supports_native=lambda: True, client=client, query_prefix="query: ",
+                         to_documents=to_documents, rerank_compressor=Compressor)
+
+
+def ask(client: Client, embedder: Embedder, *, reranking_function: Any = None, k: int = 20,
+        k_reranker: int = 3) -> Any:
+    return query_doc(owui(client), collection_name="kb", query="Quel délai pour un vol ?",
+                     embedding_function=embedder, k=k, reranking_function=reranking_function,
+                     k_reranker=k_reranker, r=0.0, hybrid_bm25_weight=0.5)
+
+
+@pytest.fixture(autouse=True)
+def _limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    chat_search._slots.clear()  # slots are per event loop; each test sets its own limits
+    monkeypatch.setenv(chat_search.ENV_WAIT_S, "0.3")
+    monkeypatch.setenv(chat_search.ENV_EMBED_TIMEOUT_S, "0.5")
+
+
+def unavailable(kind: str) -> float:
+    return metrics.CHAT_SEARCH_UNAVAILABLE.labels(kind)._value.get()
+
+
+def test_without_a_reranker_ragfrs_order_decides_and_nothing_is_embedded_again() -> None:
+    embedder = Embedder()
+    out = asyncio.run(ask(Client(), embedder))
+    assert out["documents"] == [["a", "b", "c"]] and out["distances"] == [[0.03, 0.02, 0.01]]
+    assert embedder.texts == ["Quel délai pour un vol ?"], "one embedding per question: the question's"
+
+
+def test_with_a_reranker_open_webuis_compressor_orders_and_embeds_nothing() -> None:
+    embedder = Embedder()
+    out = asyncio.run(ask(Client(), embedder, reranking_function=lambda q, docs: [0.1, 0.9, 0.5, 0.2]))
+    assert out["documents"] == [["b", "c", "d"]] and out["distances"] == [[0.9, 0.5, 0.2]]
+    assert embedder.texts == ["Quel délai pour un vol ?"]
+
+
+def test_k_below_k_reranker_keeps_k() -> None:
+    assert asyncio.run(ask(Client(), Embedder(), k=2, k_reranker=3))["documents"] == [["a", "b"]]
+
+
+@pytest.mark.parametrize(("client", "embedder", "kind", "reason"), [
+    (Client(), Embedder(delay_s=2.0), "busy", "query embedding took longer than 0.5 s"),
+    (Client(), Embedder(fails=True), "failed", "query embedding: RuntimeError: Ollama: connection refused"),
+    (Client(), Embedder(returns_none=True), "failed", "returned no vector"),
+    (Client(raises=SearchUnavailable("busy", "no database connection free")), Embedder(), "busy", "no database"),
+    (Client(raises=SearchUnavailable("refused", "the query contains a NUL byte")), Embedder(), "refused", "NUL"),
+    (Client(raises=ValueError("boom")), Embedder(), "failed", "search: ValueError: boom"),
+], ids=["embed-timeout", "embed-error", "embed-none", "search-busy", "search-refused", "search-error"])
+def test_every_failure_is_a_counted_marker_never_none(client: Client, embedder: Embedder, kind: str,
+                                                      reason: str) -> None:
+    before = unavailable(kind)
+    out = asyncio.run(ask(client, embedder))
+    assert out is not None, "None would send the question to Open WebUI's legacy path"
+    meta = out["metadatas"][0][0]
+    assert meta[UNAVAILABLE_KEY] == kind and reason in meta[chat_search.REASON_KEY]
+    assert out["distances"][0][0] > 1, "the marker must survive Open WebUI's merge (largest distance kept)"
+    assert unavailable(kind) == before + 1
+
+
+def test_a_reranker_error_is_a_failure() -> None:
+    def broken(q: str, docs: list[Doc]) -> list[float]:
+        raise RuntimeError("CUDA out of memory")
+
+    out = asyncio.run(ask(Client(), Embedder(), reranking_function=broken))
+    assert out["metadatas"][0][0][UNAVAILABLE_KEY] == "failed"
+    assert "rerank: RuntimeError: CUDA out of memory" in out["metadatas"][0][0][chat_search.REASON_KEY]
+
+
+def test_none_only_where_ragfr_declines_the_database() -> None:
+    assert asyncio.run(ask(Client(declines=True), Embedder())) is None
+    no_native = OwuiRetrieval(lambda: False, Client(), None, to_documents, Compressor)
+    assert asyncio.run(query_doc(no_native, collection_name="kb", query="q", embedding_function=Embedder(), k=3,
+                                 reranking_function=None, k_reranker=3, r=0.0, hybrid_bm25_weight=0.5)) is None
+
+
+def test_past_the_search_slots_a_question_gets_busy_within_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(chat_search.ENV_SEARCH_CONCURRENCY, "2")
+
+    async def scenario() -> tuple[list[Any], float]:
+        hold = asyncio.Event()
+        client = Client(hold=hold)
+        first = [asyncio.create_task(ask(client, Embedder())) for _ in range(2)]
+        while client.calls < 2:  # both slots taken
+            await asyncio.sleep(0.01)
+        started = time.perf_counter()
+        third = await ask(client, Embedder())
+        waited = time.perf_counter() - started
+        hold.set()
+        return [third, *await asyncio.gather(*first)], waited
+
+    (third, *firsts), waited = asyncio.run(scenario())
+    assert third["metadatas"][0][0][UNAVAILABLE_KEY] == "busy"
+    assert "no search slot free within 0.3 s" in third["metadatas"][0][0][chat_search.REASON_KEY]
+    assert waited < 5
+    assert all(f["documents"] == [["a", "b", "c"]] for f in firsts), "the two in their slots finish normally"
+
+
+def test_query_embeddings_in_flight_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(chat_search.ENV_EMBED_CONCURRENCY, "1")
+    monkeypatch.setenv(chat_search.ENV_WAIT_S, "5")
+    monkeypatch.setenv(chat_search.ENV_EMBED_TIMEOUT_S, "5")
+    inflight, peak = [0], [0]
+
+    class Counting(Embedder):
+        async def __call__(self, query: Any, prefix: str | None = None) -> Any:
+            inflight[0] += 1
+            peak[0] = max(peak[0], inflight[0])
+            await asyncio.sleep(0.05)
+            inflight[0] -= 1
+            return [0.1, 0.2]
+
+    async def scenario() -> list[Any]:
+        return await asyncio.gather(*[ask(Client(), Counting()) for _ in range(6)])
+
+    assert all(o["documents"] == [["a", "b", "c"]] for o in asyncio.run(scenario()))
+    assert peak[0] == 1
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "x"])
+def test_a_bad_limit_setting_is_named(bad: str) -> None:
+    with pytest.raises(Exception, match=f"RAGFR_OWUI_WAIT_S={bad!r}"):
+        Limits.from_env({chat_search.ENV_WAIT_S: bad})

@@ -4,7 +4,13 @@ Open WebUI inserts, updates and deletes chunks in document_chunk and reads the r
 It owns nothing and may change no schema: no CREATE on the schema (checked: refused when PUBLIC still has
 it), no TRUNCATE, no ownership (an owner may ALTER, DROP and CREATE INDEX). The BM25 tables are written by
 the triggers of document_chunk, which run as the schema owner (migration 0012), so the role gets no write
-access to them.
+access to them, and nothing that would let it make them disagree with the chunks (migration 0015):
+* no temporary tables: TEMP on the database is revoked from PUBLIC and from the role (checked), so it has
+  no table to attach ragfr's owner-rights trigger functions to;
+* no EXECUTE on any SECURITY DEFINER function of the schema (revoked from PUBLIC and the role; checked);
+* INSERT and UPDATE only on the columns Open WebUI writes (INSERT_COLUMNS): ragfr's columns (fts, fts_len,
+  embedding_model, an embedding migration's shadow columns) are filled by the row trigger, and a writer
+  that set fts without changing the text would otherwise make the statistics follow its values.
 
 The grants are re-applied after the migrations on every `ragfr migrate --app-role NAME`, in one transaction:
 first everything on the schema's tables is revoked from the role, then the exact set is granted, so the
@@ -23,6 +29,9 @@ from ragfr.errors import ConfigError, DatabaseError
 
 # The tables the role may write. Everything else in the schema is read-only for it.
 WRITABLE = ("document_chunk",)
+# The columns of document_chunk it may INSERT and UPDATE: Open WebUI 0.12.4's DocumentChunk model. The fill
+# trigger (migrations 0003/0009) computes fts, fts_len and embedding_model (from ragfr.writer_model).
+INSERT_COLUMNS = ("id", "vector", "collection_name", "text", "vmetadata")
 CREATE_HINT = ("create it first (the chart does: ragdb's roles init container, CloudNativePG's managed.roles; "
                "an external server: CREATE ROLE {name} LOGIN PASSWORD '...', see docs/install.md)")
 
@@ -70,8 +79,12 @@ def grant(conn: psycopg.Connection, role: str) -> int:
         conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, ident))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, ident))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sch, ident))
+        cols = sql.SQL(", ").join(sql.Identifier(c) for c in INSERT_COLUMNS)
         for table in WRITABLE:
-            conn.execute(sql.SQL("GRANT INSERT, UPDATE, DELETE ON {} TO {}").format(sql.Identifier(table), ident))
+            conn.execute(sql.SQL("GRANT INSERT ({c}), UPDATE ({c}), DELETE ON {t} TO {r}").format(
+                c=cols, t=sql.Identifier(table), r=ident))
+        _no_temp_tables(conn, role, ident, db)
+        _no_definer_functions(conn, role, ident)
         # Tables the owner creates before the next run (e.g. a hand-run migration) are readable at once.
         conn.execute(sql.SQL("ALTER DEFAULT PRIVILEGES IN SCHEMA {} GRANT SELECT ON TABLES TO {}").format(sch, ident))
         readable = conn.execute(
@@ -81,3 +94,63 @@ def grant(conn: psycopg.Connection, role: str) -> int:
         ).fetchone()
     assert readable is not None
     return int(readable[0])
+
+
+def _no_temp_tables(conn: psycopg.Connection, role: str, ident: sql.Identifier, db: sql.Identifier) -> None:
+    """Revoke TEMP on the database from PUBLIC and the role; refuse when it still has it. A temporary table
+    is a table the role owns: it could attach triggers to it (migration 0015's header)."""
+    conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC, {}").format(db, ident))
+    row = conn.execute(
+        "SELECT has_database_privilege(%s, current_database(), 'TEMP'),"
+        " pg_get_userbyid(datdba), pg_get_userbyid(datdba) = current_user FROM pg_database"
+        " WHERE datname = current_database()", (role,)).fetchone()
+    assert row is not None
+    temp, owner, we_own = row
+    if temp:
+        how = (f"it still gets it from a role it belongs to, or from a grant by another role; as {owner} (the "
+               f"database owner) or a superuser, find the grant with \\l and REVOKE it")
+        if not we_own:
+            how = (f"this role ({conn.info.user}) does not own database {conn.info.dbname} ({owner} does) and may "
+                   f"not revoke it; as {owner} or a superuser: REVOKE TEMPORARY ON DATABASE {db.as_string(conn)} "
+                   f"FROM PUBLIC, {ident.as_string(conn)}")
+        raise ConfigError(
+            f"--app-role {role} may create temporary tables in database {conn.info.dbname}, to which it could "
+            f"attach the triggers that run as the owner: {how}; then re-run")
+
+
+def _no_definer_functions(conn: psycopg.Connection, role: str, ident: sql.Identifier) -> None:
+    """No SECURITY DEFINER function of the schema may be executable by the role (migration 0015 revoked it
+    from PUBLIC; a later migration's new function is covered here): only the owner's triggers call them."""
+    definers = [r[0] for r in conn.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
+        " AND p.prosecdef AND p.proowner = (SELECT oid FROM pg_roles WHERE rolname = current_user) ORDER BY 1")]
+    for fn in definers:
+        conn.execute(sql.SQL("REVOKE EXECUTE ON FUNCTION {} FROM PUBLIC, {}").format(sql.SQL(fn), ident))
+    left = [r[0] for r in conn.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
+        " AND p.prosecdef AND has_function_privilege(%s, p.oid, 'EXECUTE') ORDER BY 1", (role,))]
+    if left:
+        raise ConfigError(
+            f"--app-role {role} may execute the SECURITY DEFINER function(s) {', '.join(left)} (through a role it "
+            "belongs to, or owned by another role): as their owner or a superuser, REVOKE EXECUTE ON FUNCTION ... "
+            f"FROM PUBLIC, {ident.as_string(conn)} and any role it belongs to; then re-run")
+
+
+def move_column_privileges(conn: psycopg.Connection, table: str, source: str, target: str) -> int:
+    """Give `target` the column privileges other roles hold on `source`, and take them from `source`;
+    returns how many were moved. A column privilege belongs to the column, not to its name: when the
+    embedding migration's switch renames `vector` away and its shadow column to `vector`, the application
+    role's INSERT/UPDATE on `vector` (grant() above) would stay with the old column and Open WebUI could no
+    longer write vectors. The switch and its inverse (ragfr.embmigrate.swap) call this after their renames."""
+    rows = conn.execute(
+        "SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END, a.privilege_type"
+        "  FROM pg_attribute t, aclexplode(t.attacl) a"
+        " WHERE t.attrelid = %s::regclass AND t.attname = %s AND NOT t.attisdropped"
+        "   AND a.grantee <> (SELECT relowner FROM pg_class WHERE oid = %s::regclass)",
+        (table, source, table)).fetchall()
+    for grantee, privilege in rows:
+        who = sql.SQL("PUBLIC") if grantee == "PUBLIC" else sql.Identifier(grantee)
+        for verb, column in (("GRANT {p} ({c}) ON {t} TO {w}", target), ("REVOKE {p} ({c}) ON {t} FROM {w}", source)):
+            conn.execute(sql.SQL(verb).format(p=sql.SQL(privilege), c=sql.Identifier(column),
+                                              t=sql.Identifier(table), w=who))
+    return len(rows)

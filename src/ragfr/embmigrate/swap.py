@@ -13,6 +13,7 @@ import psycopg
 from psycopg import sql
 
 from ragfr.db import filter_indexes
+from ragfr.db.approle import move_column_privileges
 from ragfr.embmigrate import ddl, names
 
 
@@ -43,6 +44,8 @@ def forward(conn: psycopg.Connection, *, to_model: str, to_dims: int, live_not_n
     ddl.rename_column(conn, names.MODEL, names.MODEL_PREV)
     ddl.rename_column(conn, names.VECTOR_NEXT, names.VECTOR)
     ddl.rename_column(conn, names.MODEL_NEXT, names.MODEL)
+    # Open WebUI's role may write the live vector column (ragfr.db.approle): that right follows the role.
+    move_column_privileges(conn, names.TABLE, names.VECTOR_PREV, names.VECTOR)
     ddl.rename_index(conn, names.INDEX, names.INDEX_PREV)
     ddl.rename_index(conn, names.INDEX_NEXT, names.INDEX)
     filter_indexes.rename_suffix(conn, "", filter_indexes.PREV)
@@ -64,6 +67,7 @@ def back(conn: psycopg.Connection, *, from_model: str, from_dims: int, live_not_
     ddl.rename_index(conn, names.INDEX, names.INDEX_NEXT)
     ddl.rename_column(conn, names.VECTOR_PREV, names.VECTOR)
     ddl.rename_column(conn, names.MODEL_PREV, names.MODEL)
+    move_column_privileges(conn, names.TABLE, names.VECTOR_NEXT, names.VECTOR)
     ddl.rename_index(conn, names.INDEX_PREV, names.INDEX)
     filter_indexes.rename_suffix(conn, "", filter_indexes.NEXT)
     filter_indexes.rename_suffix(conn, filter_indexes.PREV, "")

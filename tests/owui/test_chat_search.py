@@ -139,6 +139,15 @@ def test_every_failure_is_a_counted_marker_never_none(client: Client, embedder: 
     assert unavailable(kind) == before + 1
 
 
+@pytest.mark.parametrize("query", ["sinistre " * 1000, "vol\x00", "  "])
+def test_a_question_ragfr_will_not_search_is_refused_before_any_embedding(query: str) -> None:
+    embedder, client = Embedder(), Client()
+    out = asyncio.run(query_doc(owui(client), collection_name="kb", query=query, embedding_function=embedder, k=20,
+                                reranking_function=None, k_reranker=3, r=0.0, hybrid_bm25_weight=0.5))
+    assert out["metadatas"][0][0][UNAVAILABLE_KEY] == "refused"
+    assert embedder.texts == [] and client.calls == 0
+
+
 def test_a_reranker_error_is_a_failure() -> None:
     def broken(q: str, docs: list[Doc]) -> list[float]:
         raise RuntimeError("CUDA out of memory")

@@ -63,14 +63,14 @@ def knowledge_base(url: str, token: str, name: str, files: dict[str, str]) -> st
     return str(kb["id"])
 
 
-def ask(url: str, token: str, model: str, question: str, kb_id: str) -> dict[str, Any]:
+def ask(url: str, token: str, model: str, question: str, kb_id: str, *, timeout: float = 300) -> dict[str, Any]:
     """One chat turn with the knowledge base attached (`#name` in the browser), not streamed."""
     reply: dict[str, Any] = call("POST", url + "/api/chat/completions", {
         "model": model,
         "stream": False,
         "messages": [{"role": "user", "content": question}],
         "files": [{"type": "collection", "id": kb_id}],
-    }, token)
+    }, token, timeout=timeout)
     return reply
 
 

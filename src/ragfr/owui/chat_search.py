@@ -37,6 +37,7 @@ from typing import Any
 from ragfr import metrics
 from ragfr.errors import ConfigError, first_line
 from ragfr.owui.errors import SearchUnavailable
+from ragfr.retrieval.hybrid import validate_query
 
 log = logging.getLogger("ragfr.owui")
 
@@ -197,6 +198,10 @@ async def query_doc(
     started = time.perf_counter()
     stage = "setup"
     try:
+        try:
+            validate_query(query)  # before the embedding: a question refused anyway costs Ollama nothing
+        except ConfigError as err:
+            raise SearchUnavailable("refused", str(err)) from err
         slots = _slots_here()
         vectors: list[list[float]] = []
         if hybrid_bm25_weight < 1:

@@ -14,6 +14,9 @@ Open WebUI venv; tests/owui/test_backup_restore.py does the same through the rea
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import shutil
 import time
@@ -24,7 +27,7 @@ import psycopg
 import pytest
 from tests.support.backup import RAGFR, Release, drop, fake_release, ragdb_init, rendered_scripts
 from tests.support.backup import run_script as _run
-from tests.support.chart import one, render
+from tests.support.chart import env_of, one, render, render_raw
 from tests.support.paths import PIAF_JSON
 
 E5 = "local:multilingual-e5-small"
@@ -70,11 +73,17 @@ def _search_ids(release: Release) -> list[list[str]]:
     return ids
 
 
+# The backup.integrity key (what the Secret holds), with characters a shell or openssl could mangle.
+HMAC_KEY = "k3y with spaces/$HOME;'\"-" + "0123456789abcdef" * 2
+
+
 def _credentials(release: Release) -> dict[str, str]:
     """The database env of the CronJob's container (restore.sh reuses it): password-less URLs and the
-    passwords apart, as the chart renders them; the passwords hold @ / ? # % ' and :."""
+    passwords apart, as the chart renders them; the passwords hold @ / ? # % ' and :. BACKUP_HMAC_KEY: the
+    key that signs (backup.sh) and verifies (restore.sh) each set's SHA256SUMS."""
     return {"RAGFR_DATABASE_URL": release.ragfr_bare_url, "OPENWEBUI_DATABASE_URL": release.owui_bare_url,
-            "RAGFR_DB_PASSWORD": release.passwords["ragfr"], "OPENWEBUI_DB_PASSWORD": release.passwords["owui"]}
+            "RAGFR_DB_PASSWORD": release.passwords["ragfr"], "OPENWEBUI_DB_PASSWORD": release.passwords["owui"],
+            "BACKUP_HMAC_KEY": HMAC_KEY}
 
 
 def _backup_env(release: Release, backup_dir: Path, keep: int) -> dict[str, str]:
@@ -101,7 +110,8 @@ def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(releas
     assert done.returncode == 0, done.stderr
     (set_dir,) = [p for p in backup_dir.iterdir() if not p.name.startswith(".")]
     assert sorted(p.name for p in set_dir.iterdir()) == [
-        "SHA256SUMS", "openwebui-data.tar.gz", "openwebui.dump", "ragfr.dump"]
+        "SHA256SUMS", "SHA256SUMS.hmac", "openwebui-data.tar.gz", "openwebui.dump", "ragfr.dump"]
+    assert (set_dir / "SHA256SUMS.hmac").read_text() == _sign(set_dir / "SHA256SUMS", HMAC_KEY) + "\n"
     dump_bytes = {p.name: p.stat().st_size for p in set_dir.iterdir()}
 
     drop(release)
@@ -149,6 +159,158 @@ def test_restore_refuses_a_damaged_set(release: Release, tmp_path: Path) -> None
         "RESTORE_SET": str(set_dir), **_credentials(release), "DATA_DIR": ""})
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1] == f"restore: {set_dir} fails its SHA256SUMS; refusing"
+
+
+def _sign(manifest: Path, key: str) -> str:
+    return hmac.new(key.encode(), manifest.read_bytes(), hashlib.sha256).hexdigest()
+
+
+def _resum(set_dir: Path, *, drop_line: str = "", key: str = HMAC_KEY) -> None:
+    """What someone with write access to the set but not the key would like to do: rewrite SHA256SUMS to match
+    the files (leaving drop_line's file out), then sign it with `key`."""
+    names = sorted(p.name for p in set_dir.iterdir() if p.name not in ("SHA256SUMS", "SHA256SUMS.hmac", drop_line))
+    lines = [f"{hashlib.sha256((set_dir / n).read_bytes()).hexdigest()}  {n}\n" for n in names]
+    (set_dir / "SHA256SUMS").write_text("".join(lines))
+    (set_dir / "SHA256SUMS.hmac").write_text(_sign(set_dir / "SHA256SUMS", key) + "\n")
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _tables(release: Release) -> int:
+    with psycopg.connect(release.owui_url) as conn:
+        return conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0]
+
+
+def _unlisted_altered(s: Path) -> None:  # the finding: a tampered dump left out of a correctly signed manifest
+    _flip(s / "openwebui.dump")
+    _resum(s, drop_line="openwebui.dump")
+
+
+def _extra_file(s: Path) -> None:
+    (s / "zz-extra.sql").write_text("DROP TABLE chat;")
+
+
+def _missing(s: Path) -> None:
+    (s / "openwebui-data.tar.gz").unlink()
+
+
+def _forged(s: Path) -> None:  # file and checksum rewritten together, the old signature kept
+    _flip(s / "ragfr.dump")
+    hmac_line = (s / "SHA256SUMS.hmac").read_text()
+    _resum(s)
+    (s / "SHA256SUMS.hmac").write_text(hmac_line)
+
+
+def _forged_own_key(s: Path) -> None:  # ... or signed with a key of the forger's
+    _flip(s / "ragfr.dump")
+    _resum(s, key="forger's key " + "f" * 32)
+
+
+def _unsigned(s: Path) -> None:
+    (s / "SHA256SUMS.hmac").unlink()
+
+
+TAMPERED = {
+    "unlisted-altered-file": (_unlisted_altered, "openwebui.dump is not listed in SHA256SUMS"),
+    "unlisted-extra-file": (_extra_file, "zz-extra.sql is not listed in SHA256SUMS"),
+    "missing-file": (_missing, "openwebui-data.tar.gz, listed in SHA256SUMS, is missing"),
+    "altered-file": (lambda s: _flip(s / "openwebui-data.tar.gz"),
+                     "openwebui-data.tar.gz does not match its SHA-256 in SHA256SUMS (damaged or altered)"),
+    "forged-manifest": (_forged, "SHA256SUMS.hmac does not authenticate SHA256SUMS with this BACKUP_HMAC_KEY"),
+    "forged-with-own-key": (_forged_own_key, "SHA256SUMS.hmac does not authenticate SHA256SUMS"),
+    "unsigned": (_unsigned, "no SHA256SUMS.hmac, the manifest is not authenticated"),
+}
+
+
+@pytest.mark.parametrize("case", TAMPERED, ids=list(TAMPERED))
+def test_restore_refuses_a_set_its_signed_manifest_does_not_cover_exactly(
+        release: Release, tmp_path: Path, case: str) -> None:
+    """Refused before anything is written, with a line naming the file: sha256sum -c alone passed an altered
+    file the manifest left out, and anyone able to write the set could rewrite a dump and its checksum."""
+    scripts = rendered_scripts(tmp_path)
+    backup_dir = tmp_path / "backups"
+    backup_dir.mkdir()
+    release.data_dir.mkdir()
+    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
+    assert done.returncode == 0, done.stderr
+    (set_dir,) = list(backup_dir.iterdir())
+    tamper, expected = TAMPERED[case]
+    tamper(set_dir)
+    refused = _run(["sh", str(scripts["restore.sh"])], {
+        "RESTORE_SET": str(set_dir), **_credentials(release), "DATA_DIR": "", "TMPDIR": str(tmp_path)})
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert f"restore: {set_dir}: {expected}" in refused.stderr, refused.stderr
+    assert _tables(release) == 0 and "restored" not in refused.stdout
+
+
+def test_restore_refuses_the_wrong_key_and_accepts_the_right_one(release: Release, tmp_path: Path) -> None:
+    scripts = rendered_scripts(tmp_path)
+    backup_dir = tmp_path / "backups"
+    backup_dir.mkdir()
+    release.data_dir.mkdir()
+    (release.data_dir / "upload.txt").write_text("contrat")
+    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
+    assert done.returncode == 0, done.stderr
+    (set_dir,) = list(backup_dir.iterdir())
+    env = {"RESTORE_SET": str(set_dir), **_credentials(release), "DATA_DIR": "", "TMPDIR": str(tmp_path)}
+    for wrong in (HMAC_KEY[:-1] + "X", "", HMAC_KEY + " "):
+        refused = _run(["sh", str(scripts["restore.sh"])], {**env, "BACKUP_HMAC_KEY": wrong})
+        assert refused.returncode == 1, refused.stderr
+        assert "BACKUP_HMAC_KEY" in refused.stderr.strip().splitlines()[-1] and "refusing" in refused.stderr
+    assert _tables(release) == 0
+    done = _run(["sh", str(scripts["restore.sh"])], env)
+    assert done.returncode == 0, done.stderr
+    assert f"restore: set {set_dir.name} restored" in done.stdout
+
+
+def test_an_unsigned_set_restores_only_when_the_operator_says_so(release: Release, tmp_path: Path) -> None:
+    """Sets written before backup.integrity have no SHA256SUMS.hmac: RESTORE_ALLOW_UNSIGNED=1, loudly."""
+    scripts = rendered_scripts(tmp_path)
+    backup_dir = tmp_path / "backups"
+    backup_dir.mkdir()
+    release.data_dir.mkdir()
+    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
+    assert done.returncode == 0, done.stderr
+    (set_dir,) = list(backup_dir.iterdir())
+    _unsigned(set_dir)
+    done = _run(["sh", str(scripts["restore.sh"])], {"RESTORE_SET": str(set_dir), **_credentials(release),
+                                                      "DATA_DIR": "", "TMPDIR": str(tmp_path),
+                                                      "RESTORE_ALLOW_UNSIGNED": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "restoring an UNAUTHENTICATED set (RESTORE_ALLOW_UNSIGNED=1)" in done.stderr
+
+
+@pytest.mark.parametrize("key", ["", "short-key"])
+def test_backup_refuses_to_write_an_unsigned_set(release: Release, tmp_path: Path, key: str) -> None:
+    scripts = rendered_scripts(tmp_path)
+    backup_dir = tmp_path / "backups"
+    backup_dir.mkdir()
+    release.data_dir.mkdir()
+    done = _run(["sh", str(scripts["backup.sh"])], {**_backup_env(release, backup_dir, keep=0), "BACKUP_HMAC_KEY": key})
+    assert done.returncode == 1 and "BACKUP_HMAC_KEY is empty or shorter than 32 characters" in done.stderr
+    assert list(backup_dir.iterdir()) == []
+
+
+def test_the_integrity_key_comes_from_a_secret_generated_only_for_a_volume() -> None:
+    """target=pvc without backup.integrity.existingSecret: generated (kept on uninstall, NOTES say to copy it
+    out); with an existingSecret: that one; target=s3 requires it (test_backup_s3.py)."""
+    docs = render({"backup": {"enabled": True}})
+    secret = one(docs, "Secret", "-backup-integrity")
+    assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert len(base64.b64decode(secret["data"]["hmac-key"])) == 64
+    cron = one(docs, "CronJob", "-backup")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert env_of(cron["containers"][0])["BACKUP_HMAC_KEY"] == {
+        "secretKeyRef": {"name": secret["metadata"]["name"], "key": "hmac-key"}}
+    notes = next(t for p, t in render_raw({"backup": {"enabled": True}}).items() if p.endswith("NOTES.txt"))
+    assert "The chart GENERATED that key: it dies with the cluster. Copy it" in notes
+    own = render({"backup": {"enabled": True, "integrity": {"existingSecret": "mine", "keyName": "k"}}})
+    assert not [d for d in own if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-backup-integrity")]
+    cron = one(own, "CronJob", "-backup")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert env_of(cron["containers"][0])["BACKUP_HMAC_KEY"] == {"secretKeyRef": {"name": "mine", "key": "k"}}
 
 
 def test_backup_keeps_the_newest_sets_only(release: Release, tmp_path: Path) -> None:

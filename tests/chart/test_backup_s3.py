@@ -21,10 +21,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.chart.test_backup_restore import _credentials, _load, _search_ids
+from tests.chart.test_backup_restore import HMAC_KEY, _credentials, _load, _search_ids
 from tests.support.backup import Release, drop, fake_release, ragdb_init
 from tests.support.backup import run_script as _run
-from tests.support.chart import one, render
+from tests.support.chart import env_of, error_line, one, render
 from tests.support.paths import REPO
 
 from ragfr_tools.kubesim import pods as kp
@@ -34,6 +34,10 @@ BUCKET, PREFIX, KEEP = "ragfr-backups", "prod", 2
 STAMP = r"^[0-9]{8}T[0-9]{6}Z$"
 SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ragfr-backup-s3"},
           "stringData": {"access-key-id": "test-key-id", "secret-access-key": "test/secret+key"}}
+INTEGRITY = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ragfr-backup-integrity"},
+             "stringData": {"hmac-key": HMAC_KEY}}
+# moto speaks plain http on loopback: the one place insecureEndpoint is right (a network you trust).
+S3_VALUES = {"bucket": BUCKET, "prefix": PREFIX, "existingSecret": SECRET["metadata"]["name"]}
 
 
 @pytest.fixture
@@ -73,17 +77,19 @@ def s3(tmp_path: Path) -> Iterator[str]:
 
 def _upload_env(endpoint: str, tmp_path: Path) -> tuple[dict[str, str], str]:
     """The upload container's env as the kubelet builds it from the render (Secret resolved), and its script."""
-    values = {"backup": {"enabled": True, "target": "s3", "keep": KEEP, "s3": {
-        "endpoint": endpoint, "bucket": BUCKET, "prefix": PREFIX, "existingSecret": SECRET["metadata"]["name"]}}}
+    values = {"backup": {"enabled": True, "target": "s3", "keep": KEEP,
+                         "integrity": {"existingSecret": INTEGRITY["metadata"]["name"]},
+                         "s3": {**S3_VALUES, "endpoint": endpoint, "insecureEndpoint": True}}}
     docs = render(values)
     cron = one(docs, "CronJob", "-backup")
     job = {"kind": "Job", "metadata": cron["metadata"], "spec": cron["spec"]["jobTemplate"]["spec"]}
-    pod = kp.pod_of(job, kp.index([*docs, SECRET]))
+    pod = kp.pod_of(job, kp.index([*docs, SECRET, INTEGRITY]))
     (upload,) = pod.containers
     assert upload.command == ("/bin/sh", "/ragfr-backup/backup-upload-s3.sh")
     assert [c.name for c in pod.init_containers] == ["backup"]
     backup_env = dict(pod.init_containers[0].env)
     assert backup_env["BACKUP_KEEP"] == "0"  # the emptyDir is scratch: retention happens in the bucket
+    assert backup_env["BACKUP_HMAC_KEY"] == HMAC_KEY  # the key _credentials() gives backup.sh and restore.sh
     env = dict(upload.env)
     assert env["RCLONE_CONFIG_TARGET_TYPE"] == "s3" and env["RCLONE_CONFIG_TARGET_ENDPOINT"] == endpoint
     assert env["RCLONE_CONFIG_TARGET_SECRET_ACCESS_KEY"] == "test/secret+key"
@@ -147,7 +153,7 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
     assert objects == {f"{s}/{p.name}": p.stat().st_size for s in sets[-KEEP:]
                        for p in (tmp_path / f"emptydir-{sets.index(s)}" / s).iterdir()}, listed.stdout
     assert sorted({k.split("/")[0] for k in objects}) == sorted(sets[-KEEP:])  # oldest and crashed sets gone
-    assert len(objects) == 4 * KEEP
+    assert len(objects) == 5 * KEEP  # three files, SHA256SUMS.hmac and SHA256SUMS
 
     # The runbook's restore from S3: fetch the newest set with rclone, then restore.sh as for a PVC.
     fetched = tmp_path / "fetched" / newest
@@ -175,3 +181,31 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
     fmt = lambda ts: ", ".join(f"{t:.2f}" for t in ts)  # noqa: E731
     print(f"\nbackup {fmt(timings['backup'])} s, upload {fmt(timings['upload'])} s, "
           f"download {download_s:.2f} s, restore {restore_s:.2f} s, set sizes {sizes}")
+
+
+def test_a_plain_http_endpoint_is_refused_unless_declared_insecure() -> None:
+    """Dumps cross the network to the endpoint: https only, http only by an explicit insecureEndpoint."""
+    base = {"enabled": True, "target": "s3", "integrity": {"existingSecret": "ragfr-backup-integrity"}}
+    message = error_line({"backup": {**base, "s3": {**S3_VALUES, "endpoint": "http://minio.backup.svc:9000"}}})
+    assert message.startswith("backup.s3.endpoint=http://minio.backup.svc:9000 is plain http"), message
+    assert "set backup.s3.insecureEndpoint=true" in message
+    for endpoint, insecure in (("http://minio.backup.svc:9000", True), ("https://minio.backup.svc:9000", False)):
+        cron = one(render({"backup": {**base, "s3": {**S3_VALUES, "endpoint": endpoint, "insecureEndpoint": insecure}}}),
+                   "CronJob", "-backup")
+        (upload,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        assert env_of(upload)["RCLONE_CONFIG_TARGET_ENDPOINT"] == endpoint
+    cnpg = {"mode": "cnpg", "openwebui": {"user": "ragfr"}, "cnpg": {"backup": {
+        "enabled": True, "destinationPath": "s3://ragfr-wal/prod", "existingSecret": "s3",
+        "endpointURL": "http://minio.backup.svc:9000"}}}
+    assert error_line({"database": cnpg}).startswith(
+        "database.cnpg.backup.endpointURL=http://minio.backup.svc:9000 is plain http")
+    cnpg["cnpg"]["backup"]["insecureEndpoint"] = True
+    assert one(render({"database": cnpg}), "ObjectStore", "-db-backup")
+
+
+def test_s3_needs_an_integrity_key_of_the_operators() -> None:
+    """A key generated in the cluster would die with it while the bucket lives on: with S3 it is required."""
+    message = error_line({"backup": {"enabled": True, "target": "s3",
+                                     "s3": {**S3_VALUES, "endpoint": "https://minio.backup.svc:9000"}}})
+    assert message.startswith("backup.target=s3 needs backup.integrity.existingSecret"), message
+    assert "keep a copy of it outside the cluster" in message

@@ -5,7 +5,8 @@
 # _PROVIDER, _ENDPOINT, _REGION, _ACCESS_KEY_ID and _SECRET_ACCESS_KEY (the keys from backup.s3.existingSecret),
 # which define the remote "target:". Env: S3_BUCKET, S3_PREFIX, BACKUP_KEEP, BACKUP_DIR (default /backup).
 #
-# SHA256SUMS is uploaded LAST: a set without it in the bucket is an interrupted upload. Retention counts
+# SHA256SUMS is uploaded LAST (SHA256SUMS.hmac, its signature, goes with the files before it): a set without
+# it in the bucket is an interrupted upload. Retention counts
 # complete sets only, and removes interrupted ones older than the oldest set it keeps.
 set -eu
 src="${BACKUP_DIR:-/backup}"

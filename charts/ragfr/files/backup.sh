@@ -5,13 +5,23 @@
 #                            openwebui.dump      pg_dump -Fc of Open WebUI's database (users, chats, knowledge bases)
 #                            openwebui-data.tar.gz  Open WebUI's data volume (uploads), cache/ excluded
 #                            SHA256SUMS          checksums of the three, checked by the restore
+#                            SHA256SUMS.hmac     HMAC-SHA256 of SHA256SUMS keyed with BACKUP_HMAC_KEY (hex): whoever
+#                                                can write where the sets are kept cannot rewrite a file AND its
+#                                                checksum without the key; restore.sh checks it first
 # A set is written under .incomplete-<stamp> and renamed when complete, so a crashed run never looks
 # like a backup; only then are sets beyond BACKUP_KEEP (oldest first) deleted.
 # Env: BACKUP_DIR, BACKUP_KEEP (0: keep all), RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (password-less),
 #      RAGFR_DB_PASSWORD, OPENWEBUI_DB_PASSWORD (each handed to libpq as PGPASSWORD, never put in a URL),
-#      DATA_DIR (Open WebUI's data volume; empty: no file backup).
+#      DATA_DIR (Open WebUI's data volume; empty: no file backup),
+#      BACKUP_HMAC_KEY (the backup.integrity Secret's key, at least 32 characters; openssl is in the ragdb image
+#      through postgresql-common -> ssl-cert).
 set -eu
 umask 077
+BACKUP_HMAC_KEY="${BACKUP_HMAC_KEY:-}"
+if [ "${#BACKUP_HMAC_KEY}" -lt 32 ]; then
+  echo "backup: BACKUP_HMAC_KEY is empty or shorter than 32 characters: a set must be signed (backup.integrity, docs/runbooks/restore.md)" >&2
+  exit 1
+fi
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 # One set per second at most (a manual run right after the scheduled one must not merge into it).
 while [ -e "$BACKUP_DIR/$stamp" ] || [ -e "$BACKUP_DIR/.incomplete-$stamp" ]; do
@@ -41,6 +51,10 @@ if [ -n "${DATA_DIR:-}" ]; then
 fi
 
 (cd "$work" && ls -1 | sort | xargs sha256sum -- >../.SHA256SUMS-$stamp && mv ../.SHA256SUMS-$stamp SHA256SUMS)
+# The key reaches openssl as an argument, visible only to this container's own processes (/proc of its PID
+# namespace), never written to disk or logged.
+openssl dgst -sha256 -hmac "$BACKUP_HMAC_KEY" -r "$work/SHA256SUMS" | cut -d' ' -f1 >"$work/SHA256SUMS.hmac"
+grep -qE '^[0-9a-f]{64}$' "$work/SHA256SUMS.hmac" || { echo "backup: openssl gave no HMAC" >&2; exit 1; }
 mv "$work" "$BACKUP_DIR/$stamp"
 echo "backup: set $stamp complete in $(( $(date +%s) - started ))s"
 

@@ -1,16 +1,53 @@
 #!/bin/sh
 # Restores one backup set written by backup.sh (docs/runbooks/restore.md) into FRESH, EMPTY databases
 # created like ragdb's first boot (owner role, extensions vector + unaccent made by a superuser):
-#   1. SHA256SUMS is checked first: a damaged set is refused before anything is written;
+#   1. the set is verified before anything is written, and refused (naming the file) unless:
+#      a. SHA256SUMS.hmac is the HMAC-SHA256 of SHA256SUMS under BACKUP_HMAC_KEY (the backup.integrity key):
+#         a rewritten manifest or the wrong key is refused (RESTORE_ALLOW_UNSIGNED=1 accepts a set WITHOUT
+#         SHA256SUMS.hmac, written by a chart before it, after the operator has checked it by other means);
+#      b. every file of the set is listed in SHA256SUMS, every listed file is there, and each matches its
+#         SHA-256 (sha256sum -c alone would pass a file the manifest leaves out);
 #   2. each dump is restored as the owner role, in one transaction, stopping at the first error, without
 #      the extension entries (the owner cannot own or comment on extensions; they already exist);
 #   3. Open WebUI's data volume (uploads) is unpacked into DATA_DIR, which must be empty.
-# Env: RESTORE_SET (directory of one set), RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (owner roles, password-
-#      less), RAGFR_DB_PASSWORD, OPENWEBUI_DB_PASSWORD (each handed to libpq as PGPASSWORD),
+# Env: RESTORE_SET (directory of one set), BACKUP_HMAC_KEY, RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (owner
+#      roles, password-less), RAGFR_DB_PASSWORD, OPENWEBUI_DB_PASSWORD (each handed to libpq as PGPASSWORD),
 #      DATA_DIR (empty directory; unset or empty: the files are not restored).
 set -eu
 cd "$RESTORE_SET"
-sha256sum -c --quiet SHA256SUMS || { echo "restore: $RESTORE_SET fails its SHA256SUMS; refusing" >&2; exit 1; }
+refuse() { echo "restore: $RESTORE_SET: $1; refusing" >&2; exit 1; }
+# A checksum problem names the file, then ends with the line operators (and alerts) already know.
+damaged() { echo "restore: $RESTORE_SET: $1" >&2; echo "restore: $RESTORE_SET fails its SHA256SUMS; refusing" >&2; exit 1; }
+
+# 1a. The manifest is authentic.
+[ -f SHA256SUMS ] || refuse "no SHA256SUMS (an interrupted backup or upload)"
+if [ -f SHA256SUMS.hmac ]; then
+  [ -n "${BACKUP_HMAC_KEY:-}" ] || refuse "BACKUP_HMAC_KEY is empty: give the key of the backup.integrity Secret that signed this set"
+  want=$(cat SHA256SUMS.hmac)
+  got=$(openssl dgst -sha256 -hmac "$BACKUP_HMAC_KEY" -r SHA256SUMS | cut -d' ' -f1)
+  [ "$got" = "$want" ] || refuse "SHA256SUMS.hmac does not authenticate SHA256SUMS with this BACKUP_HMAC_KEY: the manifest was rewritten, or the key is not the one that signed the set"
+elif [ "${RESTORE_ALLOW_UNSIGNED:-}" = 1 ]; then
+  echo "restore: WARNING: $RESTORE_SET has no SHA256SUMS.hmac; restoring an UNAUTHENTICATED set (RESTORE_ALLOW_UNSIGNED=1)" >&2
+else
+  refuse "no SHA256SUMS.hmac, the manifest is not authenticated (a set from a chart before backup.integrity: check it by other means, then RESTORE_ALLOW_UNSIGNED=1)"
+fi
+
+# 1b. The manifest covers the set exactly: one well-formed line per file, no file left out, none missing.
+bad=$(grep -nvE '^[0-9a-f]{64} [ *][A-Za-z0-9._-]+$' SHA256SUMS | head -n 1 | cut -d: -f1) || true
+[ -z "$bad" ] || damaged "line $bad of SHA256SUMS is not '<sha256>  <file name>'"
+twice=$(sed -E 's/^[0-9a-f]{64} [ *]//' SHA256SUMS | sort | uniq -d | head -n 1)
+[ -z "$twice" ] || damaged "$twice is listed twice in SHA256SUMS"
+unlisted=$(ls -A | awk 'NR == FNR { sub(/^[0-9a-f]+ [ *]/, ""); listed[$0] = 1; next }
+                         $0 != "SHA256SUMS" && $0 != "SHA256SUMS.hmac" && !($0 in listed) { print; exit }' SHA256SUMS -)
+[ -z "$unlisted" ] || damaged "$unlisted is not listed in SHA256SUMS"
+for required in ragfr.dump openwebui.dump; do
+  sed -E 's/^[0-9a-f]{64} [ *]//' SHA256SUMS | grep -qxF "$required" || damaged "$required is not listed in SHA256SUMS"
+done
+while read -r sum name; do
+  name=${name#\*}
+  [ -f "$name" ] || damaged "$name, listed in SHA256SUMS, is missing"
+  [ "$(sha256sum <"$name" | cut -d' ' -f1)" = "$sum" ] || damaged "$name does not match its SHA-256 in SHA256SUMS (damaged or altered)"
+done <SHA256SUMS
 started=$(date +%s)
 
 restore() {  # <name> <connection URL> <password>

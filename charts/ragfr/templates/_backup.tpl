@@ -6,8 +6,19 @@
 {{- if not (and $b.s3.endpoint $b.s3.bucket $b.s3.existingSecret) -}}
 {{- fail "backup.target=s3 needs backup.s3.endpoint, backup.s3.bucket and backup.s3.existingSecret (keys access-key-id, secret-access-key)" -}}
 {{- end -}}
+{{- if and (eq (urlParse $b.s3.endpoint).scheme "http") (not $b.s3.insecureEndpoint) -}}
+{{- fail (printf "backup.s3.endpoint=%s is plain http: every dump would cross the network in clear text, to an endpoint nothing authenticates; use https:// (or, for an endpoint on a network you trust, set backup.s3.insecureEndpoint=true)" $b.s3.endpoint) -}}
+{{- end -}}
+{{- /* A key generated in the cluster dies with it, and the bucket outlives the cluster: the key must come
+     from the operator, who keeps a copy outside the cluster (docs/runbooks/restore.md). */ -}}
+{{- if not $b.integrity.existingSecret -}}
+{{- fail (printf "backup.target=s3 needs backup.integrity.existingSecret: a Secret whose key %s (at least 32 characters, e.g. `openssl rand -hex 32`) signs each set's SHA256SUMS; keep a copy of it outside the cluster, a restore needs it" $b.integrity.keyName) -}}
+{{- end -}}
 {{- end -}}
 {{- $c := .Values.database.cnpg.backup -}}
+{{- if and $c.enabled (eq (urlParse $c.endpointURL).scheme "http") (not $c.insecureEndpoint) -}}
+{{- fail (printf "database.cnpg.backup.endpointURL=%s is plain http: base backups and WAL would cross the network unencrypted; use https:// (or, for an endpoint on a network you trust, set database.cnpg.backup.insecureEndpoint=true)" $c.endpointURL) -}}
+{{- end -}}
 {{- if $c.enabled -}}
 {{- if ne .Values.database.mode "cnpg" -}}
 {{- fail (printf "database.cnpg.backup.enabled is the CloudNativePG operator's backup: it needs database.mode=cnpg (mode is %s; the pg_dump CronJob is backup.enabled)" .Values.database.mode) -}}
@@ -36,4 +47,9 @@
 {{- $u := urlParse .Values.backup.s3.endpoint -}}
 {{- $hostport := splitList ":" $u.host -}}
 {{- if eq (len $hostport) 2 -}}{{ last $hostport }}{{- else if eq $u.scheme "http" -}}80{{- else -}}443{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the key that signs each set's SHA256SUMS (SHA256SUMS.hmac). */}}
+{{- define "ragfr.backup.integritySecret" -}}
+{{- .Values.backup.integrity.existingSecret | default (include "ragfr.componentName" (dict "root" . "component" "backup-integrity")) -}}
 {{- end -}}

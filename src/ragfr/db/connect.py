@@ -15,6 +15,11 @@ from ragfr.errors import ConfigError, DatabaseError
 _DRIVER_SUFFIX = re.compile(r"^(postgres(?:ql)?)\+[a-z0-9_]+://", re.IGNORECASE)
 # scheme://user: then (greedy) everything up to the last '@' of the string.
 _UNESCAPED_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*:).*@", re.IGNORECASE | re.DOTALL)
+# A URL DSN starts with its scheme (libpq: postgresql:// or postgres://); anything else is keyword/value, even
+# when a quoted value (a password) holds "://".
+_URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+# A password in a URL's query: `?password=` or `&password=`.
+_QUERY_PASSWORD = re.compile(r"[?&]password=", re.IGNORECASE)
 
 
 def normalize_dsn(dsn: str) -> str:
@@ -29,7 +34,7 @@ def normalize_dsn(dsn: str) -> str:
 def redact(dsn: str) -> str:
     """The DSN with its password replaced, for messages and logs: URL userinfo, a URL's `password=`
     parameter and keyword/value DSNs (`host=... password=...`) alike."""
-    if "://" not in dsn:
+    if not _URL_SCHEME.match(dsn):
         try:
             params = conninfo_to_dict(dsn)
         except psycopg.ProgrammingError:
@@ -38,10 +43,16 @@ def redact(dsn: str) -> str:
             return dsn
         return make_conninfo("", **{**params, "password": "***"})
     unescaped = _UNESCAPED_USERINFO.match(dsn)
-    if unescaped and dsn.count("@") > 1:
-        # Several '@': a password pasted without percent-encoding, which the URL parser would cut at its own
-        # '/', '?', '#' or '@'. Mask up to the LAST '@' (at worst the host is masked too, never a secret shown).
+    if unescaped:
+        # user:password@ — masked by hand, never by the URL parser: a password pasted without percent-encoding
+        # is cut by it at its own '/', '?', '#' or '@' (postgresql://u:p#ss@h/db has no password for urlsplit,
+        # which would show it whole). Mask up to the LAST '@' (at worst the host is masked too, never a secret
+        # shown).
         dsn = f"{unescaped.group(1)}***@{dsn[unescaped.end():]}"
+    in_query = _QUERY_PASSWORD.search(dsn)
+    if in_query:
+        # A raw '&' or '#' in the value cannot be told from a separator: nothing after `password=` is shown.
+        dsn = dsn[:in_query.end()] + "***"
     try:
         parts = urlsplit(dsn)
         password = parts.password

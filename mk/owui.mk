@@ -28,3 +28,9 @@ test-owui: setup owui-venv ## Open WebUI tests: patcher, real 0.12.4 code paths,
 owui-init-image: owui-venv ## build the owui-init image (OWUI_INIT_BASE=localhost/ragfr-bookworm-minbase:1 offline) and smoke-test it
 	tag="$$(bash images/owui-init/build.sh $(if $(OWUI_INIT_BASE),--base $(OWUI_INIT_BASE)) | tail -1)"; \
 	bash images/owui-init/smoke.sh "$$tag"
+
+.PHONY: load
+LOAD_ARGS ?=
+load: setup owui-venv ## a team at once: `make up`, then N concurrent analysts through Open WebUI's API -> docs/bench/load.json (about 20 min)
+	bash scripts/up.sh
+	OMP_NUM_THREADS=2 $(PY) -m ragfr_tools.load --out docs/bench/load.json $(LOAD_ARGS)

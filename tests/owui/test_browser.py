@@ -15,11 +15,13 @@ must be the first account.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.support.paths import REPO
 
 from ragfr.owui.chat_gate import CLOSEST, REFUSAL
@@ -36,6 +38,7 @@ ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--no-first-run"]
 SHOTS = REPO / ".state" / "browser"
 TIMEOUT_MS = 90_000
+PROCESSED = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB)\b")  # a file row's size: shown once processing is done
 
 
 @pytest.fixture(scope="module")
@@ -92,16 +95,37 @@ def create_knowledge_base(pg: Any, url: str, document: Path) -> None:
     with pg.expect_file_chooser() as chooser:
         pg.get_by_role("button", name="Upload files").click()
     chooser.value.set_files(str(document))
-    pg.get_by_text(document.name, exact=True).wait_for()
+    # What the analyst waits for: the file's row no longer says "Uploading" or "Processing" but shows its
+    # size (Open WebUI's EntryRow), i.e. its chunks are stored. Asking before that is refused: no passage.
+    row = pg.locator("button", has_text=document.name)
+    row.filter(has_text=PROCESSED).or_(row.filter(has_text="Failed")).first.wait_for()
+    assert not row.filter(has_text="Failed").count(), "Open WebUI could not process the upload"
 
 
 def ask_with_knowledge(pg: Any, url: str, question: str) -> None:
     pg.goto(url + "/", wait_until="load")
-    pg.locator("#chat-input").click()
+    box = pg.locator("#chat-input")
+    box.click()
     pg.keyboard.type("#Contrats")
-    pg.get_by_role("button", name="Contrats", exact=True).click()  # the `#` suggestion: attach it
-    pg.locator("#chat-input").click()
-    pg.keyboard.type(question)
+    suggestion = pg.get_by_role("button", name="Contrats", exact=True)
+    suggestion.click()  # the `#` suggestion: attach it
+    # The menu closes and takes the `#Contrats` text with it; keys typed meanwhile can be lost (seen on a
+    # busy machine: « s quel délai ... »). Wait until the input is empty, then type, and send only once the
+    # input shows the whole question, as an analyst would check before pressing Enter.
+    pg.wait_for_function("sel => document.querySelector(sel).innerText.trim() === ''", arg="#chat-input")
+    for _ in range(3):
+        box.click()
+        pg.keyboard.press("Control+A")
+        pg.keyboard.press("Backspace")
+        pg.keyboard.type(question)
+        try:
+            pg.wait_for_function("([sel, q]) => document.querySelector(sel).innerText.trim() === q",
+                                 arg=["#chat-input", question], timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    else:
+        raise AssertionError(f"the chat input never showed {question!r}: {box.inner_text()!r}")
     pg.keyboard.press("Enter")
 
 

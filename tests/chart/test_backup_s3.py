@@ -36,6 +36,9 @@ SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ragfr-back
           "stringData": {"access-key-id": "test-key-id", "secret-access-key": "test/secret+key"}}
 INTEGRITY = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ragfr-backup-integrity"},
              "stringData": {"hmac-key": HMAC_KEY}}
+PASSPHRASE = "correct horse battery staple, 32+ chars; $HOME 'q'"
+CRYPT = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ragfr-backup-crypt"},
+         "stringData": {"passphrase": PASSPHRASE}}
 # moto speaks plain http on loopback: the one place insecureEndpoint is right (a network you trust).
 S3_VALUES = {"bucket": BUCKET, "prefix": PREFIX, "existingSecret": SECRET["metadata"]["name"]}
 
@@ -75,15 +78,17 @@ def s3(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def _upload_env(endpoint: str, tmp_path: Path) -> tuple[dict[str, str], str]:
+def _upload_env(endpoint: str, tmp_path: Path, encrypted: bool = True) -> tuple[dict[str, str], str]:
     """The upload container's env as the kubelet builds it from the render (Secret resolved), and its script."""
+    encryption = {"existingSecret": CRYPT["metadata"]["name"]} if encrypted else {"enabled": False}
     values = {"backup": {"enabled": True, "target": "s3", "keep": KEEP,
                          "integrity": {"existingSecret": INTEGRITY["metadata"]["name"]},
-                         "s3": {**S3_VALUES, "endpoint": endpoint, "insecureEndpoint": True}}}
+                         "s3": {**S3_VALUES, "endpoint": endpoint, "insecureEndpoint": True,
+                                "encryption": encryption}}}
     docs = render(values)
     cron = one(docs, "CronJob", "-backup")
     job = {"kind": "Job", "metadata": cron["metadata"], "spec": cron["spec"]["jobTemplate"]["spec"]}
-    pod = kp.pod_of(job, kp.index([*docs, SECRET, INTEGRITY]))
+    pod = kp.pod_of(job, kp.index([*docs, SECRET, INTEGRITY, CRYPT]))
     (upload,) = pod.containers
     assert upload.command == ("/bin/sh", "/ragfr-backup/backup-upload-s3.sh")
     assert [c.name for c in pod.init_containers] == ["backup"]
@@ -93,6 +98,12 @@ def _upload_env(endpoint: str, tmp_path: Path) -> tuple[dict[str, str], str]:
     env = dict(upload.env)
     assert env["RCLONE_CONFIG_TARGET_TYPE"] == "s3" and env["RCLONE_CONFIG_TARGET_ENDPOINT"] == endpoint
     assert env["RCLONE_CONFIG_TARGET_SECRET_ACCESS_KEY"] == "test/secret+key"
+    if encrypted:
+        assert env["BACKUP_CRYPT_PASSPHRASE"] == PASSPHRASE and env["S3_ENCRYPTION"] == "true"
+        assert env["RCLONE_CONFIG_SEALED_TYPE"] == "crypt"
+        assert env["RCLONE_CONFIG_SEALED_REMOTE"] == f"target:{BUCKET}/{PREFIX}"
+    else:
+        assert not [k for k in env if "SEALED" in k or "CRYPT" in k]
     script = one(docs, "ConfigMap", "-backup")["data"]["backup-upload-s3.sh"]
     # HOME: the pod's /tmp emptyDir (rclone's config and cache dirs); BACKUP_DIR: the pod's /backup emptyDir.
     return {**env, "HOME": str(tmp_path)}, script
@@ -103,9 +114,18 @@ def _rclone(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
                           check=False, timeout=300)
 
 
+def _sealed_env(env: dict[str, str], passphrase: str) -> dict[str, str]:
+    """What the runbook has the operator do to read encrypted sets: the upload container's env, with the
+    passphrase obscured into RCLONE_CONFIG_SEALED_PASSWORD through stdin."""
+    obscured = subprocess.run(["rclone", "obscure", "-"], input=passphrase, env={"PATH": os.environ["PATH"], **env},
+                              capture_output=True, text=True, check=True).stdout.strip()
+    return {**env, "RCLONE_CONFIG_SEALED_PASSWORD": obscured}
+
+
+@pytest.mark.parametrize("encrypted", [True, False], ids=["encrypted", "in-clear"])
 def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: Release, s3: str,
-                                                                       tmp_path: Path) -> None:
-    env, upload_script = _upload_env(s3, tmp_path)
+                                                                       tmp_path: Path, encrypted: bool) -> None:
+    env, upload_script = _upload_env(s3, tmp_path, encrypted)
     (tmp_path / "backup-upload-s3.sh").write_text(upload_script)
     cm = one(render({"backup": {"enabled": True}}), "ConfigMap", "-backup")["data"]
     for name in ("backup.sh", "restore.sh"):
@@ -145,9 +165,24 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
     again = _run(["sh", str(tmp_path / "backup-upload-s3.sh")], {**env, "BACKUP_DIR": str(scratch)})
     assert again.returncode == 1 and f"{sets[-1]}/ already holds a complete set; not overwritten" in again.stderr
 
-    listed = _rclone(env, "lsl", f"target:{BUCKET}/{PREFIX}/")
+    # Read back the way the runbook says: through sealed: (the passphrase) when encrypted.
+    read_env, remote = (_sealed_env(env, PASSPHRASE), "sealed:") if encrypted else (env, f"target:{BUCKET}/{PREFIX}/")
+    listed = _rclone(read_env, "lsl", remote)
     assert listed.returncode == 0, listed.stderr
     objects = {line.split()[-1]: int(line.split()[0]) for line in listed.stdout.splitlines()}
+    raw = _rclone(env, "lsf", "-R", "--files-only", f"target:{BUCKET}/{PREFIX}/")
+    if encrypted:  # in the bucket: only ciphertext, names readable with .bin; no pg_dump header, no text
+        assert sorted(raw.stdout.split()) == sorted(f"{name}.bin" for name in objects), raw.stdout
+        blob = subprocess.run(["rclone", "cat", f"target:{BUCKET}/{PREFIX}/{sets[-1]}/ragfr.dump.bin"],
+                              env={"PATH": os.environ["PATH"], **env}, capture_output=True, check=True).stdout
+        assert blob.startswith(b"RCLONE\x00\x00") and b"PGDMP" not in blob and b"document_chunk" not in blob
+        sums = subprocess.run(["rclone", "cat", f"target:{BUCKET}/{PREFIX}/{sets[-1]}/SHA256SUMS.bin"],
+                              env={"PATH": os.environ["PATH"], **env}, capture_output=True, check=True).stdout
+        assert b"ragfr.dump" not in sums
+        wrong = _rclone(_sealed_env(env, PASSPHRASE + "x"), "copy", f"sealed:{sets[-1]}/", str(tmp_path / "wrong"))
+        assert wrong.returncode != 0  # the wrong passphrase decrypts nothing
+    else:
+        assert sorted(raw.stdout.split()) == sorted(objects)
     newest = sets[-1]
     local = tmp_path / f"emptydir-{len(sets) - 1}" / newest
     assert objects == {f"{s}/{p.name}": p.stat().st_size for s in sets[-KEEP:]
@@ -158,7 +193,7 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
     # The runbook's restore from S3: fetch the newest set with rclone, then restore.sh as for a PVC.
     fetched = tmp_path / "fetched" / newest
     t0 = time.monotonic()
-    got = _rclone(env, "copy", f"target:{BUCKET}/{PREFIX}/{newest}/", str(fetched))
+    got = _rclone(read_env, "copy", f"{remote}{newest}/", str(fetched))
     download_s = time.monotonic() - t0
     assert got.returncode == 0, got.stderr
     assert sorted(p.name for p in fetched.iterdir()) == sorted(p.name for p in local.iterdir())
@@ -186,11 +221,12 @@ def test_s3_backup_keeps_the_newest_sets_and_restores_from_the_bucket(release: R
 def test_a_plain_http_endpoint_is_refused_unless_declared_insecure() -> None:
     """Dumps cross the network to the endpoint: https only, http only by an explicit insecureEndpoint."""
     base = {"enabled": True, "target": "s3", "integrity": {"existingSecret": "ragfr-backup-integrity"}}
-    message = error_line({"backup": {**base, "s3": {**S3_VALUES, "endpoint": "http://minio.backup.svc:9000"}}})
+    s3v = {**S3_VALUES, "encryption": {"existingSecret": "ragfr-backup-crypt"}}
+    message = error_line({"backup": {**base, "s3": {**s3v, "endpoint": "http://minio.backup.svc:9000"}}})
     assert message.startswith("backup.s3.endpoint=http://minio.backup.svc:9000 is plain http"), message
     assert "set backup.s3.insecureEndpoint=true" in message
     for endpoint, insecure in (("http://minio.backup.svc:9000", True), ("https://minio.backup.svc:9000", False)):
-        cron = one(render({"backup": {**base, "s3": {**S3_VALUES, "endpoint": endpoint, "insecureEndpoint": insecure}}}),
+        cron = one(render({"backup": {**base, "s3": {**s3v, "endpoint": endpoint, "insecureEndpoint": insecure}}}),
                    "CronJob", "-backup")
         (upload,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
         assert env_of(upload)["RCLONE_CONFIG_TARGET_ENDPOINT"] == endpoint
@@ -209,3 +245,20 @@ def test_s3_needs_an_integrity_key_of_the_operators() -> None:
                                      "s3": {**S3_VALUES, "endpoint": "https://minio.backup.svc:9000"}}})
     assert message.startswith("backup.target=s3 needs backup.integrity.existingSecret"), message
     assert "keep a copy of it outside the cluster" in message
+
+
+def test_s3_sets_are_encrypted_by_default_with_a_passphrase_of_the_operators() -> None:
+    """Encryption at rest is on with target=s3 unless switched off; its passphrase must come from a Secret."""
+    base = {"enabled": True, "target": "s3", "integrity": {"existingSecret": "ragfr-backup-integrity"}}
+    s3 = {**S3_VALUES, "endpoint": "https://minio.backup.svc:9000"}
+    message = error_line({"backup": {**base, "s3": s3}})
+    assert message.startswith("backup.target=s3 encrypts the sets (backup.s3.encryption.enabled, the default)")
+    assert "set backup.s3.encryption.existingSecret" in message and "keep a copy of it outside the cluster" in message
+    cron = one(render({"backup": {**base, "s3": {**s3, "encryption": {"existingSecret": "c", "keyName": "k"}}}}),
+               "CronJob", "-backup")
+    (upload,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert env_of(upload)["BACKUP_CRYPT_PASSPHRASE"] == {"secretKeyRef": {"name": "c", "key": "k"}}
+    assert env_of(upload)["RCLONE_CONFIG_SEALED_FILENAME_ENCRYPTION"] == "off"
+    clear = one(render({"backup": {**base, "s3": {**s3, "encryption": {"enabled": False}}}}), "CronJob", "-backup")
+    (upload,) = clear["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert "S3_ENCRYPTION" not in env_of(upload)

@@ -14,6 +14,9 @@
 {{- if not $b.integrity.existingSecret -}}
 {{- fail (printf "backup.target=s3 needs backup.integrity.existingSecret: a Secret whose key %s (at least 32 characters, e.g. `openssl rand -hex 32`) signs each set's SHA256SUMS; keep a copy of it outside the cluster, a restore needs it" $b.integrity.keyName) -}}
 {{- end -}}
+{{- if and $b.s3.encryption.enabled (not $b.s3.encryption.existingSecret) -}}
+{{- fail (printf "backup.target=s3 encrypts the sets (backup.s3.encryption.enabled, the default) with a passphrase: set backup.s3.encryption.existingSecret to a Secret whose key %s holds at least 32 characters (e.g. `openssl rand -hex 32`) and keep a copy of it outside the cluster, a restore needs it (or, to upload in clear, backup.s3.encryption.enabled=false)" $b.s3.encryption.keyName) -}}
+{{- end -}}
 {{- end -}}
 {{- $c := .Values.database.cnpg.backup -}}
 {{- if and $c.enabled (eq (urlParse $c.endpointURL).scheme "http") (not $c.insecureEndpoint) -}}

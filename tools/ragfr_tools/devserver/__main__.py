@@ -41,7 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ragfr.embed import load_embedder
         from ragfr_tools.devserver.server import BANNER, make_server
 
-        embedder = load_embedder(args.embedder)
+        # No cache, persistent or in memory: Ollama has none, and a cached double would make every repeated
+        # question and re-uploaded document free, hiding what embeddings cost under load (make load).
+        embedder = load_embedder(args.embedder, cache=False, query_cache_size=0)
         server = make_server(args.host, args.port, embedder, args.embedding_model_name)
     except (RagfrError, OSError) as err:
         print(f"ragfr devserver: error: {err}", file=sys.stderr)

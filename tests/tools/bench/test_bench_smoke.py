@@ -102,7 +102,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     code = bench_main.main([
         "--dsn", pg_dsn, "--sizes", "1000", "--dims", "16", "--geometry", "lowrank", "--queries", "12",
         "--recall-queries", "12", "--ef", "10,1000", "--legacy-queries", "2", "--seed", "11", "--no-reuse",
-        "--drop", "--out", str(out), "--filter-index", "p10",
+        "--drop", "--out", str(out), "--filter-index", "p10", "--clients", "1,2", "--throughput-seconds", "0.5",
     ])
     assert code == 0
     raw = out.read_text()
@@ -128,6 +128,12 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     assert p10["filter_index"] == [declared["index"]]
     both = (cases["ragfr hybrid (no rerank)"], cases["ragfr hybrid, arms one after the other (one connection)"])
     assert all(c["returned_k"] == 12 and "lexical_arm_ms" in c and "semantic_arm_ms" in c for c in both)
+    thru = size["throughput"]
+    assert [lv["clients"] for lv in thru["ragfr"]] == [lv["clients"] for lv in thru["owui_native"]] == [1, 2]
+    for lv in thru["ragfr"] + thru["owui_native"]:
+        assert lv["errors"] == 0 and lv["searches"] > 0 and lv["searches_per_s"] > 0, lv
+    assert isinstance(thru["owui_plan_walks_its_index"], bool)
+    assert size["owui_vector_index"]["index"] == store.OWUI_VECTOR_INDEX_NAME and size["owui_vector_index"]["bytes"] > 0
     legacy = size["legacy"]
     assert legacy["queries_timed"] == 2 and legacy["bm25_build_ms"]["n"] == 2
     rec = size["recall"]
@@ -151,6 +157,7 @@ def test_tiny_end_to_end_run(pg_dsn: str, tmp_path: Path, capsys: pytest.Capture
     assert printed == report.markdown(result) and "ragfr hybrid (no rerank)" in printed
     assert "Cache state: warm" in printed, "every latency table says which cache state it measured"
     assert "Declared filter indexes at 1k: sel=p10 (100 rows" in printed
+    assert "### Throughput under concurrency" in printed
 
 
 def test_unreachable_database_is_one_line_without_password(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,10 @@ For each corpus size (default 10k and 100k chunks, 1024 dims): build or reuse th
      hybrid SQL; then Open WebUI's legacy in-memory rank_bm25 path (capped: it is slow);
   2. HNSW recall@10 against exact search for each --ef value, with latency;
   3. BM25 vs ts_rank_cd ranking cost on the same lexical candidates;
-  4. EXPLAIN (ANALYZE, BUFFERS) of every statement of one hybrid search and of Open WebUI's two.
+  4. EXPLAIN (ANALYZE, BUFFERS) of every statement of one hybrid search and of Open WebUI's two;
+  5. throughput: searches per second and latency at 1, 2, 4, 8 concurrent clients, ragfr and Open WebUI.
+Open WebUI's figures walk the full-precision HNSW index it builds on `vector` (built once per cached
+corpus database, store.OWUI_VECTOR_INDEX), as stock Open WebUI runs.
 Texts are PIAF French; vectors are random unit vectors (no 1024-dim model offline): see corpus.py.
 Writes one JSON file (--out) and prints the Markdown tables (ragfr_tools.bench.report).
 """
@@ -28,7 +31,17 @@ import psycopg
 from ragfr.db.connect import redact
 from ragfr.errors import ConfigError
 from ragfr.retrieval.config import SearchConfig
-from ragfr_tools.bench import declared, explain, filtered_recall, latency, lexrank, recall, report, store
+from ragfr_tools.bench import (
+    declared,
+    explain,
+    filtered_recall,
+    latency,
+    lexrank,
+    recall,
+    report,
+    store,
+    throughput,
+)
 from ragfr_tools.bench.args import corpus_sizes, int_list
 from ragfr_tools.bench.corpus import SEL_CLASSES, CorpusSpec, Geometry, read_piaf
 from ragfr_tools.bench.output import finish, say
@@ -69,12 +82,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-reuse", action="store_true", help="rebuild the corpus databases even if cached")
     p.add_argument("--drop", action="store_true", help="drop the corpus databases at the end (no cache)")
     p.add_argument("--skip", action="append", default=[],
-                   choices=["latency", "legacy", "recall", "filtered-recall", "lexrank", "explain"],
+                   choices=["latency", "legacy", "recall", "filtered-recall", "lexrank", "explain", "throughput"],
                    help="skip a section (repeatable)")
     p.add_argument("--filter-index", action="append", default=[], choices=sorted(SEL_CLASSES), metavar="CLASS",
                    help="declare sel=CLASS (ragfr filter-index) before measuring, so its filtered searches walk "
                    "their own graph; repeatable. The cached database keeps exactly the classes of this run: "
                    f"without the flag, earlier declarations are dropped. One of {', '.join(sorted(SEL_CLASSES))}")
+    p.add_argument("--clients", type=int_list, default=[1, 2, 4, 8],
+                   help="concurrent clients of the throughput section (default: 1,2,4,8)")
+    p.add_argument("--throughput-seconds", type=float, default=20.0,
+                   help="duration of each throughput level, per system (default: 20)")
     p.add_argument("--out", type=Path, help="write the JSON result here")
     return p
 
@@ -111,9 +128,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             queries = make_queries(conn, spec, piaf, max(args.queries, args.recall_queries, args.lexrank_queries))
         timed = queries.head(args.queries)
         section["filter_indexes"] = declared.declare_exactly(corpus.dsn, args.filter_index, say)
+        if not {"latency", "throughput", "explain"} <= set(args.skip):
+            section["owui_vector_index"] = store.ensure_owui_vector_index(corpus.dsn, say)
         if "latency" not in args.skip:
             say(f"bench: {rows} rows: latency ({len(timed)} queries x {len(latency.ragfr_cases()) + 1} cases)")
             section["latency"] = latency.run_latency(corpus.dsn, timed, corpus.load["class_sizes"])
+        if "throughput" not in args.skip:
+            say(f"bench: {rows} rows: throughput at {args.clients} clients")
+            section["throughput"] = throughput.run_throughput(corpus.dsn, timed, args.clients,
+                                                              args.throughput_seconds, say)
         if "legacy" not in args.skip:
             say(f"bench: {rows} rows: Open WebUI legacy path "
                  f"(cap {args.legacy_queries} queries / {args.legacy_seconds:g} s)")

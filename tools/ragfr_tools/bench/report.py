@@ -126,6 +126,19 @@ def filtered_recall_table(sizes: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def throughput_table(sizes: dict[str, Any]) -> str:
+    lines = ["| size | clients | ragfr hybrid: searches/s | p50 / p95 ms | Open WebUI native: searches/s | "
+             "p50 / p95 ms | errors (ragfr / Open WebUI) |", "|---|---|---|---|---|---|---|"]
+    for n, s in sizes.items():
+        t = s.get("throughput")
+        if not t:
+            continue
+        for ours, stock in zip(t["ragfr"], t["owui_native"], strict=True):
+            lines.append(f"| {_rows(int(n))} | {ours['clients']} | {ours['searches_per_s']} | {_p(ours)} | "
+                         f"{stock['searches_per_s']} | {_p(stock)} | {ours['errors']} / {stock['errors']} |")
+    return "\n".join(lines)
+
+
 def markdown(result: dict[str, Any]) -> str:
     """Tables of the sections the run measured (`--skip` leaves some out)."""
     sizes = result["sizes"]
@@ -135,6 +148,12 @@ def markdown(result: dict[str, Any]) -> str:
         state = result.get("cache_state", "not recorded (a run before cache states were recorded: warm)")
         parts += ["### Latency (k = 10)", f"Cache state: {state}.", *declared_lines(sizes), "",
                   latency_table(sizes), "", arms_table(sizes), ""]
+    if "throughput" in measured:
+        walks = all(s["throughput"]["owui_plan_walks_its_index"] for s in sizes.values() if "throughput" in s)
+        parts += ["### Throughput under concurrency (k = 10)",
+                  "Open WebUI native walks its full-precision HNSW index on `vector`: "
+                  + ("yes (EXPLAIN)." if walks else "NOT at every size (EXPLAIN: the planner chose another plan)."),
+                  "", throughput_table(sizes), ""]
     if "legacy" in measured:
         parts += ["### Open WebUI legacy in-memory path (p50 ms per part)", legacy_table(sizes), ""]
     if "recall" in measured:

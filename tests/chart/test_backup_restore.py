@@ -111,7 +111,7 @@ def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(releas
     (set_dir,) = [p for p in backup_dir.iterdir() if not p.name.startswith(".")]
     assert sorted(p.name for p in set_dir.iterdir()) == [
         "SHA256SUMS", "SHA256SUMS.hmac", "openwebui-data.tar.gz", "openwebui.dump", "ragfr.dump"]
-    assert (set_dir / "SHA256SUMS.hmac").read_text() == _sign(set_dir / "SHA256SUMS", HMAC_KEY) + "\n"
+    assert (set_dir / "SHA256SUMS.hmac").read_text() == f"{_sign(set_dir, HMAC_KEY)}  {set_dir.name}\n"
     dump_bytes = {p.name: p.stat().st_size for p in set_dir.iterdir()}
 
     drop(release)
@@ -161,8 +161,10 @@ def test_restore_refuses_a_damaged_set(release: Release, tmp_path: Path) -> None
     assert refused.stderr.strip().splitlines()[-1] == f"restore: {set_dir} fails its SHA256SUMS; refusing"
 
 
-def _sign(manifest: Path, key: str) -> str:
-    return hmac.new(key.encode(), manifest.read_bytes(), hashlib.sha256).hexdigest()
+def _sign(set_dir: Path, key: str, stamp: str = "") -> str:
+    """The signature backup.sh writes: HMAC-SHA256 of "ragfr-backup-set <stamp>\\n" and SHA256SUMS."""
+    signed = f"ragfr-backup-set {stamp or set_dir.name}\n".encode() + (set_dir / "SHA256SUMS").read_bytes()
+    return hmac.new(key.encode(), signed, hashlib.sha256).hexdigest()
 
 
 def _resum(set_dir: Path, *, drop_line: str = "", key: str = HMAC_KEY) -> None:
@@ -171,7 +173,7 @@ def _resum(set_dir: Path, *, drop_line: str = "", key: str = HMAC_KEY) -> None:
     names = sorted(p.name for p in set_dir.iterdir() if p.name not in ("SHA256SUMS", "SHA256SUMS.hmac", drop_line))
     lines = [f"{hashlib.sha256((set_dir / n).read_bytes()).hexdigest()}  {n}\n" for n in names]
     (set_dir / "SHA256SUMS").write_text("".join(lines))
-    (set_dir / "SHA256SUMS.hmac").write_text(_sign(set_dir / "SHA256SUMS", key) + "\n")
+    (set_dir / "SHA256SUMS.hmac").write_text(f"{_sign(set_dir, key)}  {set_dir.name}\n")
 
 
 def _flip(path: Path) -> None:
@@ -214,6 +216,17 @@ def _unsigned(s: Path) -> None:
     (s / "SHA256SUMS.hmac").unlink()
 
 
+def _restamped(s: Path) -> None:  # the signature line claims a newer stamp (the directory's is kept)
+    mac, _ = (s / "SHA256SUMS.hmac").read_text().split()
+    (s / "SHA256SUMS.hmac").write_text(f"{mac}  29991231T235959Z\n")
+
+
+def _renamed(s: Path) -> Path:  # an older set passed off as a newer one: the whole directory renamed
+    newer = s.with_name("29991231T235959Z")
+    s.rename(newer)
+    return newer
+
+
 TAMPERED = {
     "unlisted-altered-file": (_unlisted_altered, "openwebui.dump is not listed in SHA256SUMS"),
     "unlisted-extra-file": (_extra_file, "zz-extra.sql is not listed in SHA256SUMS"),
@@ -223,6 +236,8 @@ TAMPERED = {
     "forged-manifest": (_forged, "SHA256SUMS.hmac does not authenticate SHA256SUMS with this BACKUP_HMAC_KEY"),
     "forged-with-own-key": (_forged_own_key, "SHA256SUMS.hmac does not authenticate SHA256SUMS"),
     "unsigned": (_unsigned, "no SHA256SUMS.hmac, the manifest is not authenticated"),
+    "signature-restamped": (_restamped, "SHA256SUMS.hmac does not authenticate SHA256SUMS"),
+    "set-renamed": (_renamed, "this set was signed as {stamp} but lies in 29991231T235959Z: a set renamed"),
 }
 
 
@@ -239,7 +254,8 @@ def test_restore_refuses_a_set_its_signed_manifest_does_not_cover_exactly(
     assert done.returncode == 0, done.stderr
     (set_dir,) = list(backup_dir.iterdir())
     tamper, expected = TAMPERED[case]
-    tamper(set_dir)
+    expected = expected.format(stamp=set_dir.name)
+    set_dir = tamper(set_dir) or set_dir
     refused = _run(["sh", str(scripts["restore.sh"])], {
         "RESTORE_SET": str(set_dir), **_credentials(release), "DATA_DIR": "", "TMPDIR": str(tmp_path)})
     assert refused.returncode == 1, refused.stdout + refused.stderr

@@ -5,9 +5,11 @@
 #                            openwebui.dump      pg_dump -Fc of Open WebUI's database (users, chats, knowledge bases)
 #                            openwebui-data.tar.gz  Open WebUI's data volume (uploads), cache/ excluded
 #                            SHA256SUMS          checksums of the three, checked by the restore
-#                            SHA256SUMS.hmac     HMAC-SHA256 of SHA256SUMS keyed with BACKUP_HMAC_KEY (hex): whoever
-#                                                can write where the sets are kept cannot rewrite a file AND its
-#                                                checksum without the key; restore.sh checks it first
+#                            SHA256SUMS.hmac     "<hex>  <stamp>": HMAC-SHA256 keyed with BACKUP_HMAC_KEY of the line
+#                                                "ragfr-backup-set <stamp>" then SHA256SUMS: whoever can write where
+#                                                the sets are kept can neither rewrite a file AND its checksum nor
+#                                                pass an older set off as a newer one without the key; restore.sh
+#                                                checks it first
 # A set is written under .incomplete-<stamp> and renamed when complete, so a crashed run never looks
 # like a backup; only then are sets beyond BACKUP_KEEP (oldest first) deleted.
 # Env: BACKUP_DIR, BACKUP_KEEP (0: keep all), RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (password-less),
@@ -53,8 +55,9 @@ fi
 (cd "$work" && ls -1 | sort | xargs sha256sum -- >../.SHA256SUMS-$stamp && mv ../.SHA256SUMS-$stamp SHA256SUMS)
 # The key reaches openssl as an argument, visible only to this container's own processes (/proc of its PID
 # namespace), never written to disk or logged.
-openssl dgst -sha256 -hmac "$BACKUP_HMAC_KEY" -r "$work/SHA256SUMS" | cut -d' ' -f1 >"$work/SHA256SUMS.hmac"
-grep -qE '^[0-9a-f]{64}$' "$work/SHA256SUMS.hmac" || { echo "backup: openssl gave no HMAC" >&2; exit 1; }
+mac=$({ printf 'ragfr-backup-set %s\n' "$stamp"; cat "$work/SHA256SUMS"; } | openssl dgst -sha256 -hmac "$BACKUP_HMAC_KEY" -r | cut -d' ' -f1)
+printf '%s\n' "$mac" | grep -qxE '[0-9a-f]{64}' || { echo "backup: openssl gave no HMAC" >&2; exit 1; }
+printf '%s  %s\n' "$mac" "$stamp" >"$work/SHA256SUMS.hmac"
 mv "$work" "$BACKUP_DIR/$stamp"
 echo "backup: set $stamp complete in $(( $(date +%s) - started ))s"
 

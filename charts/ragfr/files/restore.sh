@@ -2,9 +2,11 @@
 # Restores one backup set written by backup.sh (docs/runbooks/restore.md) into FRESH, EMPTY databases
 # created like ragdb's first boot (owner role, extensions vector + unaccent made by a superuser):
 #   1. the set is verified before anything is written, and refused (naming the file) unless:
-#      a. SHA256SUMS.hmac is the HMAC-SHA256 of SHA256SUMS under BACKUP_HMAC_KEY (the backup.integrity key):
-#         a rewritten manifest or the wrong key is refused (RESTORE_ALLOW_UNSIGNED=1 accepts a set WITHOUT
-#         SHA256SUMS.hmac, written by a chart before it, after the operator has checked it by other means);
+#      a. SHA256SUMS.hmac ("<hex>  <stamp>") is the HMAC-SHA256 under BACKUP_HMAC_KEY (the backup.integrity key)
+#         of "ragfr-backup-set <stamp>" and SHA256SUMS: a rewritten manifest or the wrong key is refused, and so
+#         is a set lying in a directory named after another stamp (an older set passed off as a newer one)
+#         (RESTORE_ALLOW_UNSIGNED=1 accepts a set WITHOUT SHA256SUMS.hmac, written by a chart before it, after
+#         the operator has checked it by other means);
 #      b. every file of the set is listed in SHA256SUMS, every listed file is there, and each matches its
 #         SHA-256 (sha256sum -c alone would pass a file the manifest leaves out);
 #   2. each dump is restored as the owner role, in one transaction, stopping at the first error, without
@@ -23,9 +25,18 @@ damaged() { echo "restore: $RESTORE_SET: $1" >&2; echo "restore: $RESTORE_SET fa
 [ -f SHA256SUMS ] || refuse "no SHA256SUMS (an interrupted backup or upload)"
 if [ -f SHA256SUMS.hmac ]; then
   [ -n "${BACKUP_HMAC_KEY:-}" ] || refuse "BACKUP_HMAC_KEY is empty: give the key of the backup.integrity Secret that signed this set"
-  want=$(cat SHA256SUMS.hmac)
-  got=$(openssl dgst -sha256 -hmac "$BACKUP_HMAC_KEY" -r SHA256SUMS | cut -d' ' -f1)
+  signature=$(cat SHA256SUMS.hmac)
+  printf '%s\n' "$signature" | grep -qxE '[0-9a-f]{64}  [0-9]{8}T[0-9]{6}Z' \
+    || refuse "SHA256SUMS.hmac is not '<hmac>  <stamp>'"
+  want=${signature%%  *}
+  signed_as=${signature##*  }
+  got=$({ printf 'ragfr-backup-set %s\n' "$signed_as"; cat SHA256SUMS; } | openssl dgst -sha256 -hmac "$BACKUP_HMAC_KEY" -r | cut -d' ' -f1)
   [ "$got" = "$want" ] || refuse "SHA256SUMS.hmac does not authenticate SHA256SUMS with this BACKUP_HMAC_KEY: the manifest was rewritten, or the key is not the one that signed the set"
+  here=$(basename "$RESTORE_SET")
+  if [ "$here" != "$signed_as" ] && printf '%s\n' "$here" | grep -qxE '[0-9]{8}T[0-9]{6}Z'; then
+    refuse "this set was signed as $signed_as but lies in $here: a set renamed (an older one passed off as a newer one?)"
+  fi
+  echo "restore: set $signed_as, manifest authenticated"
 elif [ "${RESTORE_ALLOW_UNSIGNED:-}" = 1 ]; then
   echo "restore: WARNING: $RESTORE_SET has no SHA256SUMS.hmac; restoring an UNAUTHENTICATED set (RESTORE_ALLOW_UNSIGNED=1)" >&2
 else

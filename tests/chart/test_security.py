@@ -7,6 +7,8 @@ import pytest
 import yaml
 from tests.support.chart import CHART, EXAMPLES, env_of, error_line, example_values, one, render, render_raw
 
+from ragfr_tools.kubesim import pods as kp
+
 ENV_FILE = CHART / "files" / "openwebui-env.yaml"
 
 
@@ -76,6 +78,14 @@ def test_webui_auth_is_set_in_the_container_env_so_no_env_from_source_can_overri
     assert {"configMapRef": {"name": "sneaky"}} in main["envFrom"]
     auth = [e for e in main["env"] if e["name"] == "WEBUI_AUTH"]
     assert auth == [{"name": "WEBUI_AUTH", "value": "true"}]
+    # What the kubelet makes of it (envFrom sources first, then env): extraEnvFrom sources saying otherwise lose.
+    hostile = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sneaky"},
+                "data": {"WEBUI_AUTH": "False"}},
+               {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sneakier"},
+                "stringData": {"WEBUI_AUTH": "false"}}]
+    pod = kp.pod_of(one(docs, "Deployment", "-openwebui"), kp.index([*docs, *hostile]))
+    (owui,) = [c for c in pod.containers if c.name == "open-webui"]
+    assert dict(owui.env)["WEBUI_AUTH"] == "true"
     # Also over openwebui.env, which goes into the chart's ConfigMap (an envFrom source as well).
     assert env_of(one(render({"openwebui": {"env": {"WEBUI_AUTH": "true"}}}), "Deployment", "-openwebui")
                   ["spec"]["template"]["spec"]["containers"][0])["WEBUI_AUTH"] == "true"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.support.backup import RAGFR, Release, drop, fake_release, ragdb_init, rendered_scripts
+from tests.support.backup import HMAC_KEY, RAGFR, Release, drop, fake_release, ragdb_init, rendered_scripts
 from tests.support.backup import run_script as _run
 from tests.support.chart import env_of, one, render, render_raw
 from tests.support.paths import PIAF_JSON
@@ -71,10 +71,6 @@ def _search_ids(release: Release) -> list[list[str]]:
         assert done.returncode == 0, done.stderr
         ids.append([hit["id"] for hit in json.loads(done.stdout)["results"]])
     return ids
-
-
-# The backup.integrity key (what the Secret holds), with characters a shell or openssl could mangle.
-HMAC_KEY = "k3y with spaces/$HOME;'\"-" + "0123456789abcdef" * 2
 
 
 def _credentials(release: Release) -> dict[str, str]:

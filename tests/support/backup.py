@@ -39,8 +39,14 @@ class Release:
     names: dict[str, str]
 
 
+# The backup.integrity key (what the Secret holds) backup.sh signs with and restore.sh verifies with, given to
+# every script run unless the caller's env sets its own; characters a shell or openssl could mangle included.
+HMAC_KEY = "k3y with spaces/$HOME;'\"-" + "0123456789abcdef" * 2
+
+
 def run_script(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    full = {"PATH": f"{PG_BIN}:{os.environ['PATH']}", "HOME": os.environ.get("HOME", "/tmp"), **env}
+    full = {"PATH": f"{PG_BIN}:{os.environ['PATH']}", "HOME": os.environ.get("HOME", "/tmp"),
+            "BACKUP_HMAC_KEY": HMAC_KEY, **env}
     return subprocess.run(cmd, env=full, cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
 
 

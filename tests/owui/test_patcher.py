@@ -53,7 +53,7 @@ def test_pristine_files_match_the_manifest(owui_site_packages: Path) -> None:
 def test_patch_pristine_then_again(tree: Path) -> None:
     first = run_apply(tree)
     assert first.returncode == 0, first.stderr
-    assert "patched: open_webui/retrieval/utils.py (3 edits)" in first.stdout
+    assert "patched: open_webui/retrieval/utils.py (4 edits)" in first.stdout
     after_first = snapshot(tree)
     for rel in PATCHED_FILES:
         text = (tree / rel).read_text(encoding="utf-8")

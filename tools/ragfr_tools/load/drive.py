@@ -135,12 +135,15 @@ def run_level(url: str, token: str, model: str, kb_id: str, pool: list[str], *, 
     threads = [threading.Thread(target=analyst, args=(i,), daemon=True) for i in range(analysts)]
     for t in threads:
         t.start()
+    next_say = time.monotonic() + 10
     while any(t.is_alive() for t in threads):
         for t in threads:
-            t.join(timeout=10)
-        with lock:
-            done = len(outcomes)
-        say(f"load: {analysts} analysts, {time.monotonic() - started:.0f} s, {done} chats")
+            t.join(timeout=max(0.0, next_say - time.monotonic()))
+        if time.monotonic() >= next_say:  # every 10 s, also while the last chats drain
+            next_say += 10
+            with lock:
+                done = len(outcomes)
+            say(f"load: {analysts} analysts, {time.monotonic() - started:.0f} s, {done} chats")
     wall = time.monotonic() - started
     after_embed, after_legacy = probes.embed_counts(), probes.legacy_lines()
     kinds = Counter(o.kind for o in outcomes)

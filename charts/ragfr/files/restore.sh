@@ -26,8 +26,8 @@ damaged() { echo "restore: $RESTORE_SET: $1" >&2; echo "restore: $RESTORE_SET fa
 if [ -f SHA256SUMS.hmac ]; then
   [ -n "${BACKUP_HMAC_KEY:-}" ] || refuse "BACKUP_HMAC_KEY is empty: give the key of the backup.integrity Secret that signed this set"
   signature=$(cat SHA256SUMS.hmac)
-  printf '%s\n' "$signature" | grep -qxE '[0-9a-f]{64}  [0-9]{8}T[0-9]{6}Z' \
-    || refuse "SHA256SUMS.hmac is not '<hmac>  <stamp>'"
+  { [ "$(wc -l <SHA256SUMS.hmac)" -eq 1 ] && printf '%s\n' "$signature" | grep -qxE '[0-9a-f]{64}  [0-9]{8}T[0-9]{6}Z'; } \
+    || refuse "SHA256SUMS.hmac is not one line '<hmac>  <stamp>'"
   want=${signature%%  *}
   signed_as=${signature##*  }
   got=$({ printf 'ragfr-backup-set %s\n' "$signed_as"; cat SHA256SUMS; } | openssl dgst -sha256 -hmac "$BACKUP_HMAC_KEY" -r | cut -d' ' -f1)

@@ -199,7 +199,8 @@ def test_open_webui_waits_as_its_role_until_the_grants_exist(release: Release) -
     granted = subprocess.run([str(RAGFR), "migrate", "--dsn", release.ragfr_url, "--app-role", release.names["app_user"]],
                              capture_output=True, text=True, check=False)
     assert granted.returncode == 0, granted.stderr
-    assert "INSERT/UPDATE/DELETE on document_chunk, nothing else" in granted.stdout
+    assert ("INSERT/UPDATE/DELETE on document_chunk (INSERT/UPDATE of Open WebUI's columns only), no TEMP, "
+            "nothing else") in granted.stdout
     done = _run(wait, {})
     assert done.returncode == 0, done.stderr
 

@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "rolled back and the sessions in the way are named (default 30)")
     p.add_argument("--app-role", metavar="ROLE",
                    help="after the migrations, grant this existing role exactly what Open WebUI needs: SELECT on "
-                   "the schema's tables, INSERT/UPDATE/DELETE on document_chunk, nothing else (re-applied each run)")
+                   "the schema's tables, DELETE on document_chunk and INSERT/UPDATE of its columns id, vector, "
+                   "collection_name, text, vmetadata; no TEMP, nothing else (re-applied each run)")
     p.add_argument("--wait", action="store_true",
                    help="apply nothing; wait until every known migration is applied, then require the space given "
                    "by --dims/--embedding-model (if any) to be the database's")
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"schema up to date ({report.already} migrations); embedding space {report.model} ({report.dims} dims)")
     if report.app_role:
         print(f"role {report.app_role}: SELECT on {report.app_role_tables} tables, INSERT/UPDATE/DELETE on "
-              "document_chunk, nothing else")
+              "document_chunk (INSERT/UPDATE of Open WebUI's columns only), no TEMP, nothing else")
     return 0
 
 

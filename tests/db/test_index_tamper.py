@@ -24,6 +24,7 @@ from ragfr.db.approle import move_column_privileges
 from ragfr.db.connect import with_database
 from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder
+from ragfr.errors import ConfigError
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 
@@ -212,6 +213,25 @@ def test_a_temp_grant_given_back_is_taken_again_by_the_next_migrate(release: Rel
         assert conn.execute("SELECT has_database_privilege(%s, %s, 'TEMP'),"
                             " has_function_privilege(%s, 'ragfr_bm25_after_truncate()', 'EXECUTE')",
                             (app, db, app)).fetchone() == (False, False)
+
+
+def test_a_migrating_role_that_cannot_revoke_temp_is_refused_with_the_statement_to_run(release: Release) -> None:
+    """On an external server the migrations' role may own the schema but not the database: it cannot take
+    TEMP from PUBLIC, and `--app-role` stops (one transaction: nothing granted) naming what to run."""
+    migrate(release.ragfr_url, 384, E5)
+    app, db = release.names["app_user"], release.names["ragfr_db"]
+    with _superuser(release) as conn:
+        superuser = conn.execute("SELECT current_user").fetchone()
+        assert superuser is not None
+        conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(db), sql.Identifier(superuser[0])))
+        conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(release.names["ragfr_user"])))
+    with pytest.raises(ConfigError, match=f"--app-role {app} may create temporary tables in database {db}.*"
+                                          f"does not own database {db}.*REVOKE TEMPORARY ON DATABASE"):
+        migrate(release.ragfr_url, app_role=app)
+    with _superuser(release) as conn:
+        assert conn.execute("SELECT has_table_privilege(%s, 'document_chunk', 'DELETE')", (app,)).fetchone() == (False,)
+        conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(db)))
+    assert migrate(release.ragfr_url, app_role=app).app_role == app
 
 
 ATTACHED_ELSEWHERE = [

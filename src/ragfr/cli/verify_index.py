@@ -42,7 +42,8 @@ examples:
   ragfr verify-index --all
   ragfr verify-index kb-contrats
   ragfr verify-index kb-contrats --repair
-  docs/runbooks/restore.md (after a restore), docs/runbooks/monitoring.md
+  ragfr verify-index --all --no-text --json
+  when to run it: docs/runbooks/chart-upgrade.md (after the upgrade to migration 0015)
 """
 
 

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if conn.execute("SELECT to_regproc('ragfr_lex_int4s')").fetchone() == (None,):
             raise DatabaseError("this database lacks ragfr's packed postings (migration 0013): run `ragfr migrate`")
         names = lexverify.collections(conn) if args.all else [args.collection]
-        if not args.all and args.collection not in lexverify.collections(conn):
+        if not args.all and not lexverify.known(conn, args.collection):
             raise ConfigError(f"unknown collection {args.collection!r}: no chunk and no index row name it "
                               "(`ragfr verify-index --all` checks every collection)")
         checks, orphans = _compare(conn, names, orphans=args.all, text=not args.no_text)

@@ -138,6 +138,16 @@ def collections(conn: psycopg.Connection) -> list[str]:
         " ORDER BY 1")]
 
 
+def known(conn: psycopg.Connection, collection: str) -> bool:
+    """Whether a chunk or an index row names `collection` (each probe is one index lookup)."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM document_chunk WHERE collection_name = %(c)s)"
+        "    OR EXISTS (SELECT 1 FROM ragfr_collection_stats WHERE collection_name = %(c)s)"
+        "    OR EXISTS (SELECT 1 FROM ragfr_term_stats WHERE collection_name = %(c)s)"
+        "    OR EXISTS (SELECT 1 FROM ragfr_lex_blocks WHERE collection_name = %(c)s)", {"c": collection}).fetchone()
+    return bool(row and row[0])
+
+
 def orphan_docs(conn: psycopg.Connection) -> int:
     """Docnos of chunks that no longer exist (belonging to no collection, only `--all` sees them)."""
     row = conn.execute("SELECT count(*) FROM ragfr_lex_docs m"
@@ -169,7 +179,7 @@ def repair(conn: psycopg.Connection, collection: str) -> int:
     text writes wait until the rebuild commits, and the rebuild's statements see every write committed
     before it got the lock. Chunks whose fts or fts_len do not match their text (a forged write) are
     re-analysed first; their triggers' changes to the collection's rows are then thrown away with the rest.
-    `conn` belongs to the schema owner (or a superuser)."""
+    `conn` belongs to the schema owner (or a superuser) and is in autocommit mode (the transaction is its own)."""
     params = {"c": collection}
     with conn.transaction():
         conn.execute("SELECT ragfr_bm25_writer_lock()")
@@ -205,4 +215,4 @@ def remove_orphan_docs(conn: psycopg.Connection) -> int:
         ).rowcount
 
 
-__all__ = ["Check", "collections", "orphan_docs", "remove_orphan_docs", "repair", "snapshot", "verify"]
+__all__ = ["Check", "collections", "known", "orphan_docs", "remove_orphan_docs", "repair", "snapshot", "verify"]

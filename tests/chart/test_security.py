@@ -91,6 +91,38 @@ def test_webui_auth_is_set_in_the_container_env_so_no_env_from_source_can_overri
                   ["spec"]["template"]["spec"]["containers"][0])["WEBUI_AUTH"] == "true"
 
 
+def _resolved_owui_env(values: dict, hostile: list[dict]) -> dict[str, str]:  # type: ignore[type-arg]
+    """The env the kubelet gives Open WebUI's container (envFrom sources first, then env)."""
+    docs = render(values)
+    pod = kp.pod_of(one(docs, "Deployment", "-openwebui"), kp.index([*docs, *hostile]))
+    (owui,) = [c for c in pod.containers if c.name == "open-webui"]
+    return dict(owui.env)
+
+
+def test_sign_up_is_set_in_the_container_env_so_no_env_from_source_can_open_it() -> None:
+    """Issue 25 item 5 (Low): like WEBUI_AUTH, ENABLE_SIGNUP is in the container's env, so an extraEnvFrom
+    Secret or ConfigMap holding ENABLE_SIGNUP=true loses; openwebui.env.ENABLE_SIGNUP stays the operator's
+    one explicit override."""
+    sneaky = {"openwebui": {"extraEnvFrom": [{"configMapRef": {"name": "sneaky"}}, {"secretRef": {"name": "sneakier"}}]}}
+    hostile = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sneaky"},
+                "data": {"ENABLE_SIGNUP": "True"}},
+               {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sneakier"},
+                "stringData": {"ENABLE_SIGNUP": "true"}}]
+    main = one(render(sneaky), "Deployment", "-openwebui")["spec"]["template"]["spec"]["containers"][0]
+    assert [e for e in main["env"] if e["name"] == "ENABLE_SIGNUP"] == [{"name": "ENABLE_SIGNUP", "value": "false"}]
+    assert _resolved_owui_env(sneaky, hostile)["ENABLE_SIGNUP"] == "false"
+    assert yaml.safe_load(ENV_FILE.read_text())["ENABLE_SIGNUP"] == "false"  # the value it comes from
+    opened = {"openwebui": {**sneaky["openwebui"], "env": {"ENABLE_SIGNUP": "true"}}}
+    assert _resolved_owui_env(opened, hostile)["ENABLE_SIGNUP"] == "true"
+    assert _resolved_owui_env({"openwebui": {"env": {"ENABLE_SIGNUP": "false"}}}, hostile)["ENABLE_SIGNUP"] == "false"
+
+
+def test_sign_up_in_extra_env_is_refused() -> None:
+    message = error_line({"openwebui": {"extraEnv": [{"name": "ENABLE_SIGNUP", "value": "false"}]}})
+    assert message.startswith("openwebui.extraEnv: ENABLE_SIGNUP is set by the chart"), message
+    assert "openwebui.env.ENABLE_SIGNUP" in message
+
+
 @pytest.mark.parametrize("entry", [
     {"name": "WEBUI_AUTH", "valueFrom": {"secretKeyRef": {"name": "s", "key": "auth"}}},
     {"name": "WEBUI_AUTH", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "auth"}}},

@@ -25,6 +25,12 @@ never switched off, and an optional first admin from a Secret.
 {{- fail "openwebui.extraEnv: WEBUI_AUTH is set to true by the chart; remove it" -}}
 {{- end -}}
 {{- end -}}
+{{- /* ENABLE_SIGNUP is in the container's env too (ragfr.auth.env): an extraEnv entry would duplicate it there. */ -}}
+{{- range $w.extraEnv -}}
+{{- if eq .name "ENABLE_SIGNUP" -}}
+{{- fail "openwebui.extraEnv: ENABLE_SIGNUP is set by the chart (false, from files/openwebui-env.yaml); to open sign-up knowingly, set openwebui.env.ENABLE_SIGNUP instead" -}}
+{{- end -}}
+{{- end -}}
 {{- /* Behind an ingress, whoever reaches Open WebUI first while no user exists becomes its admin. */ -}}
 {{- $a := $w.admin -}}
 {{- if and $w.ingress.enabled (not $a.existingSecret) (not $a.allowFirstSignup) -}}
@@ -32,11 +38,17 @@ never switched off, and an optional first admin from a Secret.
 {{- end -}}
 {{- end -}}
 
-{{/* WEBUI_AUTH in the container's env: env wins over envFrom for the same name, so no extraEnvFrom Secret or
-     ConfigMap (which the chart cannot read) and no openwebui.env entry can switch authentication off. */}}
+{{/* WEBUI_AUTH and ENABLE_SIGNUP in the container's env: env wins over envFrom for the same name, so no
+     extraEnvFrom Secret or ConfigMap (which the chart cannot read) can switch authentication off or open
+     sign-up. ENABLE_SIGNUP is the settings file's value (false), or openwebui.env.ENABLE_SIGNUP when the
+     operator sets it: the one explicit way to open sign-up. */}}
 {{- define "ragfr.auth.env" -}}
+{{- $signup := get (.Files.Get "files/openwebui-env.yaml" | fromYaml) "ENABLE_SIGNUP" -}}
+{{- if hasKey .Values.openwebui.env "ENABLE_SIGNUP" -}}{{- $signup = index .Values.openwebui.env "ENABLE_SIGNUP" -}}{{- end }}
 - name: WEBUI_AUTH
   value: "true"
+- name: ENABLE_SIGNUP
+  value: {{ toString $signup | quote }}
 {{- end -}}
 
 {{/* env entries of the first admin (Open WebUI creates it at start when no user exists yet). */}}

@@ -412,3 +412,15 @@ def test_no_cross_encoder_means_no_reranker_init_container() -> None:
     spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
     assert [c["name"] for c in spec["initContainers"]] == ["wait-for-schema", "wait-for-grants", "db-passfile",
                                                             "copy-stock-openwebui", "apply-french-patch"]
+
+
+def test_the_reranker_download_is_pinned_to_a_commit() -> None:
+    """Issue 25 item 5 (Low): the init container gets the commit to download (files/reranker-cache.py refuses
+    anything else, tests/chart/test_scripts.py); no revision is needed when no cross-encoder is configured."""
+    init = {c["name"]: c for c in one(render(), "Deployment", "-openwebui")["spec"]["template"]["spec"]["initContainers"]}
+    env = env_of(init["cache-reranker"])
+    assert env["RERANKER_SOURCE"] == "download"
+    assert env["RERANKER_REVISION"] == "c5ee24cb16019beea0893ab7796b1df96625c6b8"
+    assert yaml.safe_load((CHART / "values.yaml").read_text())["openwebui"]["reranker"]["revision"] == env["RERANKER_REVISION"]
+    render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}, "reranker": {"revision": ""}}})
+    render({"openwebui": {"reranker": {"source": "pvc", "existingClaim": "hf", "revision": ""}}})

@@ -183,4 +183,83 @@ def test_reranker_cache_accepts_a_pre_filled_cache_offline(tmp_path: Path) -> No
            "SENTENCE_TRANSFORMERS_HOME": str(tmp_path), "HF_HOME": str(tmp_path / "elsewhere")}
     done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == f"reranker-cache: {repo} loads offline from {tmp_path}"
+    assert done.stdout.strip() == f"reranker-cache: {repo} loads offline from {tmp_path} (commit {'0' * 40})"
+
+
+# Issue 25 item 5 (Low): the reranker download is pinned to a commit. No Hugging Face here: a shim package
+# first on PYTHONPATH loads the real huggingface_hub and replaces only its snapshot_download for DOWNLOADS
+# (recording the call, then writing a tiny stand-in model where the Hub would put that commit: snapshots/<sha>,
+# and no refs/main, as the real library does for a commit); offline resolution stays the real library's.
+HUB_SHIM = """
+import importlib.machinery, importlib.util, json, os, shutil, sys
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.machinery.PathFinder.find_spec(
+    "huggingface_hub", [p for p in sys.path if os.path.abspath(p or ".") != _here])
+_real = importlib.util.module_from_spec(_spec)
+sys.modules["huggingface_hub"] = _real
+_spec.loader.exec_module(_real)
+_offline = _real.snapshot_download
+
+def snapshot_download(**kw):
+    if kw.get("local_files_only"):
+        return _offline(**kw)
+    with open(os.environ["SHIM_CALLS"], "a") as f:
+        f.write(json.dumps(kw) + "\\n")
+    dest = os.path.join(kw["cache_dir"], "models--" + kw["repo_id"].replace("/", "--"), "snapshots", kw["revision"])
+    shutil.copytree(os.environ["SHIM_MODEL"], dest)
+    return dest
+
+_real.snapshot_download = snapshot_download
+"""
+SHA = "c5ee24cb16019beea0893ab7796b1df96625c6b8"
+
+
+def _download_env(tmp_path: Path, revision: str) -> tuple[dict[str, str], Path]:
+    shim = tmp_path / "shim" / "huggingface_hub"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text(HUB_SHIM)
+    model = tiny_cross_encoder(tmp_path / "model", words=("ecole", "publique"))
+    calls = tmp_path / "calls.jsonl"
+    cache = tmp_path / "cache"
+    env = {"RERANKER_SOURCE": "download", "RERANKER_REVISION": revision,
+           "RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2", "SENTENCE_TRANSFORMERS_HOME": str(cache),
+           "HF_HOME": str(cache), "PYTHONPATH": os.pathsep.join([str(shim.parent), os.environ.get("PYTHONPATH", "")]),
+           "SHIM_CALLS": str(calls), "SHIM_MODEL": str(model)}
+    return env, calls
+
+
+def test_reranker_download_fetches_the_pinned_commit_and_points_main_at_it(tmp_path: Path) -> None:
+    env, calls = _download_env(tmp_path, SHA)
+    cache = Path(env["SENTENCE_TRANSFORMERS_HOME"])
+    # A cache from an earlier, unpinned release: refs/main at another commit. The pinned one must win.
+    _tiny_cross_encoder_cache(cache, "cross-encoder/ms-marco-MiniLM-L-6-v2")
+    done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (call,) = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert call == {"repo_id": "cross-encoder/ms-marco-MiniLM-L-6-v2", "cache_dir": str(cache), "revision": SHA}
+    ref = cache / "models--cross-encoder--ms-marco-MiniLM-L-6-v2" / "refs" / "main"
+    assert ref.read_text() == SHA
+    assert done.stdout.strip() == (
+        f"reranker-cache: cross-encoder/ms-marco-MiniLM-L-6-v2 loads offline from {cache} (commit {SHA})")
+
+
+@pytest.mark.parametrize("revision", ["", "main", "v1.0", SHA[:12], SHA.upper(), SHA + "0"])
+def test_reranker_download_without_a_commit_sha_is_refused_before_any_download(tmp_path: Path, revision: str) -> None:
+    env, calls = _download_env(tmp_path, revision)
+    done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"reranker-cache: RERANKER_REVISION={revision!r} is not a commit sha"), line
+    assert "openwebui.reranker.revision" in line
+    assert not calls.exists()
+
+
+def test_reranker_pvc_source_needs_no_revision(tmp_path: Path) -> None:
+    """pvc/image caches are the operator's: loaded as Open WebUI resolves them, the commit reported."""
+    repo = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    _tiny_cross_encoder_cache(tmp_path, repo)
+    env = {"RERANKER_SOURCE": "pvc", "RERANKER_REVISION": "", "RAG_RERANKING_MODEL": repo,
+           "SENTENCE_TRANSFORMERS_HOME": str(tmp_path), "HF_HOME": str(tmp_path)}
+    done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith(f"(commit {'0' * 40})")

@@ -3,44 +3,81 @@
 Open WebUI, unable to load RAG_RERANKING_MODEL, only logs "CrossEncoder error" and serves without a
 reranker; this init container fails the pod instead. It resolves the model exactly as Open WebUI 0.12.4
 does (retrieval/utils.py get_model_path: huggingface_hub.snapshot_download into SENTENCE_TRANSFORMERS_HOME,
-names without "/" under sentence-transformers/), downloads it first when RERANKER_SOURCE=download, then
-proves an offline load in a fresh interpreter (huggingface_hub reads HF_HUB_OFFLINE once, at import).
+names without "/" under sentence-transformers/, no revision, i.e. the cache's refs/main), downloads it first
+when RERANKER_SOURCE=download, then proves an offline load in a fresh interpreter (huggingface_hub reads
+HF_HUB_OFFLINE once, at import).
+
+A download fetches the commit RERANKER_REVISION (openwebui.reranker.revision: a 40-hex commit sha, never a
+branch, so what runs is what was reviewed) and points the cache's refs/main at it, which is what Open WebUI
+resolves offline; the offline check then requires that commit.
 """
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
 
 RESOLVE_AND_LOAD = """
-import os, sys
+import os
 from huggingface_hub import snapshot_download
-name = os.environ["RAG_RERANKING_MODEL"]
-repo = name if "/" in name else "sentence-transformers/" + name
-offline = os.environ["HF_HUB_OFFLINE"] == "1"
-path = snapshot_download(repo_id=repo, cache_dir=os.environ["SENTENCE_TRANSFORMERS_HOME"], local_files_only=offline)
-if offline:
+repo, cache = os.environ["RERANKER_REPO"], os.environ["SENTENCE_TRANSFORMERS_HOME"]
+if os.environ["HF_HUB_OFFLINE"] == "1":
+    path = snapshot_download(repo_id=repo, cache_dir=cache, local_files_only=True)
     from sentence_transformers import CrossEncoder
     CrossEncoder(path, device="cpu")
+    print(os.path.basename(os.path.normpath(path)))
+else:
+    snapshot_download(repo_id=repo, cache_dir=cache, revision=os.environ["RERANKER_REVISION"])
 """
 
 
-def run(offline: bool) -> None:
+def repo_id(name: str) -> str:
+    """Open WebUI's repo id for RAG_RERANKING_MODEL (short names are sentence-transformers')."""
+    return name if "/" in name else "sentence-transformers/" + name
+
+
+def checked_revision(source: str | None, revision: str) -> str:
+    """The commit to download; exits naming the value to set when a download has no commit sha."""
+    if source == "download" and not COMMIT.fullmatch(revision):
+        sys.exit(f"reranker-cache: RERANKER_REVISION={revision!r} is not a commit sha (40 lowercase hex digits): "
+                 f"set openwebui.reranker.revision to the commit of {os.environ['RAG_RERANKING_MODEL']} to "
+                 "download (docs/install.md, 'The reranker')")
+    return revision
+
+
+def pin_main(cache: str, repo: str, revision: str) -> None:
+    """Point the cache's refs/main at the downloaded commit: Open WebUI resolves refs/main offline."""
+    ref = Path(cache) / f"models--{repo.replace('/', '--')}" / "refs" / "main"
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    ref.write_text(revision)
+
+
+def run(offline: bool, repo: str) -> str:
     flag = "1" if offline else "0"
-    env = dict(os.environ, HF_HUB_OFFLINE=flag, TRANSFORMERS_OFFLINE=flag)
+    env = dict(os.environ, HF_HUB_OFFLINE=flag, TRANSFORMERS_OFFLINE=flag, RERANKER_REPO=repo)
     done = subprocess.run([sys.executable, "-c", RESOLVE_AND_LOAD], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        how = "offline from" if offline else "from Hugging Face into"
+        how = "offline from" if offline else f"at {os.environ.get('RERANKER_REVISION')} from Hugging Face into"
         sys.exit(f"reranker-cache: cannot load {os.environ['RAG_RERANKING_MODEL']} {how} "
                  f"{os.environ['SENTENCE_TRANSFORMERS_HOME']}: {last}")
+    return (done.stdout.strip().splitlines() or [""])[-1]
 
 
 def main() -> None:
-    if os.environ.get("RERANKER_SOURCE") == "download":
-        run(offline=False)
-    run(offline=True)
-    print(f"reranker-cache: {os.environ['RAG_RERANKING_MODEL']} loads offline "
-          f"from {os.environ['SENTENCE_TRANSFORMERS_HOME']}")
+    source, name = os.environ.get("RERANKER_SOURCE"), os.environ["RAG_RERANKING_MODEL"]
+    cache, repo = os.environ["SENTENCE_TRANSFORMERS_HOME"], repo_id(name)
+    revision = checked_revision(source, os.environ.get("RERANKER_REVISION", ""))
+    if source == "download":
+        run(offline=False, repo=repo)
+        pin_main(cache, repo, revision)
+    commit = run(offline=True, repo=repo)
+    if source == "download" and commit != revision:
+        sys.exit(f"reranker-cache: {name} resolves offline to commit {commit}, not the pinned {revision}")
+    print(f"reranker-cache: {name} loads offline from {cache} (commit {commit})")
 
 
 if __name__ == "__main__":

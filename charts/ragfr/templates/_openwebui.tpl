@@ -169,6 +169,8 @@ patch it (owui-init); make the reranker loadable offline.
   env:
     - name: RERANKER_SOURCE
       value: {{ $w.reranker.source | quote }}
+    - name: RERANKER_REVISION
+      value: {{ $w.reranker.revision | default "" | quote }}
     - name: RAG_RERANKING_MODEL
       value: {{ (include "ragfr.openwebui.envMap" . | fromYaml).RAG_RERANKING_MODEL | quote }}
     - name: HF_HOME

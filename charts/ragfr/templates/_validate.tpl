@@ -37,6 +37,9 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- if and (not $v.ollama.enabled) (not $v.ollama.externalUrl) -}}
 {{- fail "ollama.enabled=false needs ollama.externalUrl (the Ollama serving embeddings and chat)" -}}
 {{- end -}}
+{{- if and (eq $v.openwebui.reranker.source "download") (not $v.openwebui.reranker.revision) (include "ragfr.openwebui.envMap" . | fromYaml).RAG_RERANKING_MODEL -}}
+{{- fail "openwebui.reranker.source=download needs openwebui.reranker.revision: the Hugging Face commit sha of RAG_RERANKING_MODEL to fetch (docs/install.md, \"The reranker\")" -}}
+{{- end -}}
 {{- if and (eq $v.openwebui.reranker.source "pvc") (not $v.openwebui.reranker.existingClaim) -}}
 {{- fail "openwebui.reranker.source=pvc needs openwebui.reranker.existingClaim (a volume holding the Hugging Face cache)" -}}
 {{- end -}}

@@ -5,11 +5,15 @@
 #   scripts/images.sh save DIR       one OCI archive per image in DIR + DIR/SHA256SUMS (air-gapped sites,
 #                                    `k3s ctr images import`)
 #   scripts/images.sh push REGISTRY  push to REGISTRY/<name>:<appVersion>, the references the chart renders with
-#                                    global.imageRegistry=REGISTRY; prints each manifest digest
+#                                    global.imageRegistry=REGISTRY; prints each manifest digest, and on stderr
+#                                    the chart value pinning each image by it (<key>=<appVersion>@sha256:...)
 #   scripts/images.sh list           the three local references, one a line
 #   scripts/images.sh ids            the three local references with their image IDs (as `build` ends)
 #   scripts/images.sh inputs         a hash of every file the images are built from (.build/images.built records
 #                                    it, so the cluster smoke can tell images older than the checkout)
+#   scripts/images.sh pin NAME DIGEST  the chart value that pins image NAME by DIGEST (what push and save print)
+# Digests to pin are the registry's (push) or the archive's (save): podman compresses the layers when it pushes
+# or saves, so a local image's own digest is not the one the nodes will see.
 # Env: IMAGES_BASE (default: the project's debootstrap Debian 12 minbase, no registry needed; set it to
 # "official" to build on the Containerfiles' public bases), IMAGES_TLS_VERIFY (push; default true),
 # IMAGES_SKIP_SMOKE=1 (build without the smoke tests; never in CI).
@@ -26,6 +30,22 @@ VERSION="$(app_version)"
 [[ -n "$VERSION" ]] || { echo "images: no appVersion in charts/ragfr/Chart.yaml" >&2; exit 2; }
 # podman stores an unqualified name under localhost/; the chart's default references are ragfr/<name>.
 ref() { echo "localhost/ragfr/$1:$VERSION"; }
+
+# The chart value pinning image NAME by DIGEST, as `helm --set` takes it: <values key>=<appVersion>@<digest>.
+values_key() {
+  case "$1" in
+    ragdb) echo ragdb.image.tag ;;
+    ragfr) echo migrations.image.tag ;;
+    owui-init) echo openwebui.patch.image.tag ;;
+    *) echo "images: no chart value for image $1" >&2; return 2 ;;
+  esac
+}
+pin_value() {
+  local key
+  [[ "$2" =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "images: '$2' is not a sha256 digest" >&2; return 2; }
+  key="$(values_key "$1")" || return 2
+  printf '%s=%s@%s\n' "$key" "$VERSION" "$2"
+}
 
 require_built() {
   local name
@@ -85,7 +105,7 @@ list_ids() {
 }
 
 save() {
-  local dir="${1:?usage: images.sh save DIR}" name file
+  local dir="${1:?usage: images.sh save DIR}" name file digest
   require_built
   mkdir -p "$dir"
   for name in "${NAMES[@]}"; do
@@ -98,12 +118,19 @@ save() {
     echo "images: wrote $dir/$file" >&2
   done
   (cd "$dir" && sha256sum "${NAMES[@]/%/-$VERSION.oci.tar}" >SHA256SUMS)
+  # The manifest digest in each archive (index.json): what containerd records on import, so what pins it.
+  echo "images: to pin by digest (helm --set; docs/install.md, \"Pinning images by digest\"):" >&2
+  for name in "${NAMES[@]}"; do
+    digest="$(tar -xOf "$dir/$name-$VERSION.oci.tar" index.json | grep -o '"digest": *"sha256:[0-9a-f]*"' |
+      sed -n '1s/.*"\(sha256:[0-9a-f]*\)"/\1/p')" || true
+    pin_value "$name" "$digest" | sed 's/^/  /' >&2 || echo "images: no manifest digest in $dir/$name-$VERSION.oci.tar" >&2
+  done
   echo "images: $dir/SHA256SUMS"
   cat "$dir/SHA256SUMS"
 }
 
 push() {
-  local registry="${1:?usage: images.sh push REGISTRY (host:port, as global.imageRegistry)}" name dest digest
+  local registry="${1:?usage: images.sh push REGISTRY (host:port, as global.imageRegistry)}" name dest digest pins=()
   registry="${registry%/}"
   require_built
   for name in "${NAMES[@]}"; do
@@ -112,8 +139,11 @@ push() {
     "${PODMAN[@]}" push --quiet --tls-verify="${IMAGES_TLS_VERIFY:-true}" --digestfile "$digest" "$(ref "$name")" \
       "docker://$dest" >&2
     printf '%s %s\n' "$dest" "$(cat "$digest")"
+    pins+=("$(pin_value "$name" "$(cat "$digest")")")
     rm -f "$digest"
   done
+  echo "images: to pin by digest (helm --set; docs/install.md, \"Pinning images by digest\"):" >&2
+  printf '  %s\n' "${pins[@]}" >&2
 }
 
 case "${1:-}" in
@@ -123,5 +153,6 @@ case "${1:-}" in
   list) for n in "${NAMES[@]}"; do ref "$n"; done ;;
   ids) list_ids ;;
   inputs) inputs ;;
-  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+  pin) pin_value "${2:-}" "${3:-}" ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac

@@ -384,12 +384,13 @@ def test_open_webui_tag_must_be_the_version_the_patch_was_made_for() -> None:
     assert chart_meta["annotations"]["ragfr.io/open-webui-version"] == version
     assert one(render({}), "Deployment", "openwebui")["spec"]["template"]["spec"]["containers"][0]["image"] \
         .endswith(f":v{version}")
-    for tag in (f"v{version}", version, f"v{version}-cuda"):
+    for tag in (f"v{version}", version, f"v{version}-cuda", f"v{version}@sha256:{'e' * 64}"):
         render({"openwebui": {"image": {"tag": tag}}})
     for tag in ("v0.12.5", f"v{version}0", "main"):
         assert error_line({"openwebui": {"image": {"tag": tag}}}) == (
             f"openwebui.image.tag={tag} is not Open WebUI {version}, the only version the French patch applies to "
-            f"(patches/open-webui/manifest.json): use tag v{version} or set openwebui.patch.enabled=false")
+            f"(patches/open-webui/manifest.json): use tag v{version} (or v{version}@sha256:<digest>) or set "
+            "openwebui.patch.enabled=false")
     # Without the patch any stock version may run.
     render({"openwebui": {"image": {"tag": "v0.13.0"}, "patch": {"enabled": False}}})
 

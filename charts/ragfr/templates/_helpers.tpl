@@ -43,16 +43,34 @@ app.kubernetes.io/part-of: ragfr
 Image reference: [global.imageRegistry/]repository:tag, the tag defaulting to the chart appVersion.
 A "latest" tag is refused: every image in a release must be reproducible.
 */}}
+{{- /* An image's tag value: TAG, TAG@sha256:<64 hex> (the tag for people, the digest for the runtime, which
+     pulls exactly that manifest) or a bare sha256:<64 hex>. Empty means the chart appVersion. */ -}}
 {{- define "ragfr.image" -}}
 {{- $tag := toString (default .root.Chart.AppVersion .image.tag) -}}
+{{- $digest := "" -}}
+{{- if hasPrefix "sha256:" $tag -}}
+{{- $digest = $tag -}}{{- $tag = "" -}}
+{{- else if contains "@" $tag -}}
+{{- $parts := splitn "@" 2 $tag -}}
+{{- $tag = $parts._0 -}}{{- $digest = $parts._1 -}}
+{{- end -}}
 {{- if eq $tag "latest" -}}
 {{- fail (printf "image %s: the tag \"latest\" is not allowed; pin a version" .image.repository) -}}
+{{- end -}}
+{{- if or (and $digest (not (regexMatch "^sha256:[0-9a-f]{64}$" $digest))) (and (not $digest) (not $tag)) (contains "@" $digest) (contains ":" $tag) -}}
+{{- fail (printf "image %s: tag %q is neither TAG, TAG@sha256:<64 hex digits> nor sha256:<64 hex digits>" .image.repository (toString .image.tag)) -}}
 {{- end -}}
 {{- $repo := .image.repository -}}
 {{- with .root.Values.global.imageRegistry -}}
 {{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
 {{- end -}}
-{{- printf "%s:%s" $repo $tag -}}
+{{- $repo -}}{{- with $tag -}}:{{ . }}{{- end -}}{{- with $digest -}}@{{ . }}{{- end -}}
+{{- end -}}
+
+{{/* The tag part of an image's tag value (TAG of TAG@sha256:..., empty for a bare digest). */}}
+{{- define "ragfr.imageTag" -}}
+{{- $tag := toString . -}}
+{{- if hasPrefix "sha256:" $tag -}}{{- else -}}{{- (splitn "@" 2 $tag)._0 -}}{{- end -}}
 {{- end -}}
 
 {{/* Pod-level settings every pod of the chart shares. */}}

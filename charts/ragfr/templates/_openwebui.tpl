@@ -119,7 +119,7 @@ patch it (owui-init); make the reranker loadable offline.
     - name: PATCH_APPLY
       value: {{ $w.patch.applyCommand | quote }}
     - name: OPENWEBUI_VERSION
-      value: {{ $w.image.tag | quote }}
+      value: {{ include "ragfr.imageTag" $w.image.tag | quote }}
     - name: SITE_SOURCE
       value: {{ $w.patch.siteDir | quote }}
     - name: SITE_TARGET

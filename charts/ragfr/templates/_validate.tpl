@@ -52,10 +52,13 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- if not $want -}}
 {{- fail "files/open-webui-patch-manifest.json (a link to patches/open-webui/manifest.json) is missing from the chart: package it from a checkout" -}}
 {{- end -}}
-{{- $tag := toString $v.openwebui.image.tag -}}
+{{- /* The tag part is checked; a digest after it (v0.12.4@sha256:...) pins that version's image. A bare digest
+     does not say which version it is: refused while the patch is on. */ -}}
+{{- $full := toString $v.openwebui.image.tag -}}
+{{- $tag := include "ragfr.imageTag" $full -}}
 {{- /* "latest" has its own message (ragfr.image). */ -}}
 {{- if and (ne $tag "latest") (not (regexMatch (printf "^v?%s(-[A-Za-z0-9._]+)?$" (replace "." "\\." $want)) $tag)) -}}
-{{- fail (printf "openwebui.image.tag=%s is not Open WebUI %s, the only version the French patch applies to (patches/open-webui/manifest.json): use tag v%s or set openwebui.patch.enabled=false" $tag $want $want) -}}
+{{- fail (printf "openwebui.image.tag=%s is not Open WebUI %s, the only version the French patch applies to (patches/open-webui/manifest.json): use tag v%s (or v%s@sha256:<digest>) or set openwebui.patch.enabled=false" $full $want $want $want) -}}
 {{- end -}}
 {{- end -}}
 {{- if and (eq $v.database.mode "cnpg") (ne $v.database.ragfr.user $v.database.openwebui.user) -}}

@@ -180,6 +180,8 @@ def test_past_the_search_slots_a_question_gets_busy_within_the_wait(monkeypatch:
         return [third, *await asyncio.gather(*first)], waited
 
     (third, *firsts), waited = asyncio.run(scenario())
+    (slots,) = chat_search._slots.values()
+    assert slots.search.free == 2 and slots.embed.free == slots.limits.embed_concurrency, "every slot came back"
     assert third["metadatas"][0][0][UNAVAILABLE_KEY] == "busy"
     assert "no search slot free within 0.3 s" in third["metadatas"][0][0][chat_search.REASON_KEY]
     assert waited < 5
@@ -211,3 +213,30 @@ def test_query_embeddings_in_flight_are_bounded(monkeypatch: pytest.MonkeyPatch)
 def test_a_bad_limit_setting_is_named(bad: str) -> None:
     with pytest.raises(Exception, match=f"RAGFR_OWUI_WAIT_S={bad!r}"):
         Limits.from_env({chat_search.ENV_WAIT_S: bad})
+
+
+def test_a_slot_survives_timeouts_and_cancellations_without_leaking() -> None:
+    """Waiters that give up (the wait limit) or are cancelled (the analyst closed the page) never keep
+    a slot: afterwards every slot is free and the next acquisition is immediate."""
+    slot = chat_search.Slot(1)
+
+    async def scenario() -> list[bool]:
+        assert await slot.acquire(1)  # held
+        timed_out = await asyncio.gather(*[slot.acquire(0.01) for _ in range(5)])
+        cancelled = [asyncio.create_task(slot.acquire(10)) for _ in range(5)]
+        await asyncio.sleep(0)  # all five wait
+        slot.release()  # hands the slot to cancelled[0] ...
+        cancelled[0].cancel()  # ... cancelled in the same turn: it must pass the slot on, to cancelled[1]
+        cancelled[2].cancel()  # a plain waiter gives up
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert cancelled[0].cancelled() and cancelled[2].cancelled()
+        assert cancelled[1].done() and cancelled[1].result() is True
+        for t in cancelled[3:]:
+            t.cancel()
+        await asyncio.gather(*cancelled, return_exceptions=True)
+        slot.release()  # cancelled[1]'s slot
+        return [*timed_out, slot.free == 1, await slot.acquire(0)]
+
+    out = asyncio.run(scenario())
+    assert out[:5] == [False] * 5 and out[5:] == [True, True]

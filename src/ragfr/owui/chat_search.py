@@ -29,6 +29,7 @@ import logging
 import os
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -99,13 +100,59 @@ class OwuiRetrieval:
     rerank_compressor: Callable[..., Any]  # RerankCompressor
 
 
+class Slot:
+    """At most `size` holders at once, first come first served, with a wait limit per acquisition.
+
+    Not asyncio.Semaphore under asyncio.wait_for: on Python 3.11 a timeout that races the grant can lose
+    the permit, and a process that leaks permits under load ends up answering "busy" to everyone. Here a
+    release hands its slot to the oldest waiter that has not given up, and a waiter cancelled just after
+    being handed one gives it back. Everything runs on the event loop's thread: no lock needed."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.free = size
+        self._waiters: deque[asyncio.Future[bool]] = deque()
+
+    async def acquire(self, wait_s: float) -> bool:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        loop = asyncio.get_running_loop()
+        granted: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append(granted)
+
+        def give_up() -> None:
+            if not granted.done():
+                granted.set_result(False)
+
+        timer = loop.call_later(wait_s, give_up)
+        try:
+            return await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled() and granted.result():
+                self.release()  # handed a slot in the same turn as the cancellation: pass it on
+            raise
+        finally:
+            timer.cancel()
+            if granted in self._waiters:
+                self._waiters.remove(granted)
+
+    def release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(True)
+                return
+        self.free += 1
+
+
 class _Slots:
-    """The process's two semaphores, one set per event loop (an asyncio semaphore belongs to one loop)."""
+    """The process's two slots, one set per event loop (futures belong to one loop)."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.embed = asyncio.Semaphore(limits.embed_concurrency)
-        self.search = asyncio.Semaphore(limits.search_concurrency)
+        self.embed = Slot(limits.embed_concurrency)
+        self.search = Slot(limits.search_concurrency)
 
 
 _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Slots] = weakref.WeakKeyDictionary()
@@ -120,15 +167,13 @@ def _slots_here() -> _Slots:
 
 
 @asynccontextmanager
-async def _turn(sem: asyncio.Semaphore, wait_s: float, what: str) -> AsyncIterator[None]:
-    try:
-        await asyncio.wait_for(sem.acquire(), wait_s)
-    except TimeoutError:
-        raise SearchUnavailable("busy", f"no {what} slot free within {wait_s:g} s") from None
+async def _turn(slot: Slot, wait_s: float, what: str) -> AsyncIterator[None]:
+    if not await slot.acquire(wait_s):
+        raise SearchUnavailable("busy", f"no {what} slot free within {wait_s:g} s")
     try:
         yield
     finally:
-        sem.release()
+        slot.release()
 
 
 async def _embed(embedding_function: Callable[..., Awaitable[Any]], query: str, prefix: str | None,

@@ -152,3 +152,32 @@ def test_embedding_migration_jobs_reach_the_database_ollama_and_the_api_server()
     narrowed = render({"networkPolicy": {"apiServerCIDR": "10.43.0.1/32"}})
     assert one(narrowed, "NetworkPolicy", "-embmigrate")["spec"]["egress"][0]["to"] == [
         {"ipBlock": {"cidr": "10.43.0.1/32"}}]
+
+
+def test_https_out_only_for_the_pods_that_download() -> None:
+    """Issue 25 item 5 (Low): TCP 443 to the internet only where a download runs. Ollama's SERVER pulls the
+    models (the pull Job only calls its API, so the Job gets no internet); Open WebUI's pod downloads the
+    reranker in an init container, and a NetworkPolicy selects pods, not containers, so its rule lasts the
+    pod's life (docs/install.md): it is dropped when nothing is downloaded, and networkPolicy.downloadTo
+    narrows both rules to a proxy or mirror."""
+    docs = render({})
+    owui, ollama = pod_labels(docs, "Deployment", "-openwebui"), pod_labels(docs, "Deployment", "-ollama")
+    pull = pod_labels(docs, "Job", "-pull-models-1")
+    assert allowed(docs, ollama, INTERNET, 443) and allowed(docs, owui, INTERNET, 443)
+    assert not allowed(docs, pull, INTERNET, 443) and allowed(docs, pull, ollama, 11434)
+    # No cross-encoder configured: no download, no 443 for Open WebUI.
+    docs = render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}}})
+    assert not allowed(docs, pod_labels(docs, "Deployment", "-openwebui"), INTERNET, 443)
+    assert allowed(docs, pod_labels(docs, "Deployment", "-ollama"), INTERNET, 443)
+    # Nothing pulled: no 443 for Ollama either.
+    docs = render({"ollama": {"models": {"pull": False}}, "openwebui": {"reranker": {"source": "pvc",
+                                                                                     "existingClaim": "hf"}}})
+    assert not allowed(docs, pod_labels(docs, "Deployment", "-ollama"), INTERNET, 443)
+    assert not allowed(docs, pod_labels(docs, "Deployment", "-openwebui"), INTERNET, 443)
+    # downloadTo: both download rules go to those peers only, on 443 only.
+    proxy = [{"ipBlock": {"cidr": "10.0.0.5/32"}}]
+    docs = render({"networkPolicy": {"downloadTo": proxy}})
+    for suffix in ("-ollama", "-openwebui"):
+        assert one(docs, "NetworkPolicy", suffix)["spec"]["egress"] == [
+            {"to": proxy, "ports": [{"port": 443, "protocol": "TCP"}]}]
+

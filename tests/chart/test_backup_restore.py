@@ -92,6 +92,20 @@ def _backup_env(release: Release, backup_dir: Path, keep: int) -> dict[str, str]
     return env
 
 
+def _one_set(release: Release, tmp_path: Path, files: dict[str, str] | None = None) -> tuple[dict[str, Path], Path]:
+    """The rendered scripts and one backup set of `release` (its data directory holding `files`)."""
+    scripts = rendered_scripts(tmp_path)
+    backup_dir = tmp_path / "backups"
+    backup_dir.mkdir()
+    release.data_dir.mkdir()
+    for name, text in (files or {}).items():
+        (release.data_dir / name).write_text(text)
+    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
+    assert done.returncode == 0, done.stderr
+    (set_dir,) = list(backup_dir.iterdir())
+    return scripts, set_dir
+
+
 def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(release: Release, tmp_path: Path) -> None:
     scripts = rendered_scripts(tmp_path)
     _load(release, tmp_path / "corpus")
@@ -140,13 +154,7 @@ def test_backup_then_restore_into_fresh_databases_gives_the_same_passages(releas
 
 
 def test_restore_refuses_a_damaged_set(release: Release, tmp_path: Path) -> None:
-    scripts = rendered_scripts(tmp_path)
-    backup_dir = tmp_path / "backups"
-    backup_dir.mkdir()
-    release.data_dir.mkdir()
-    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
-    assert done.returncode == 0, done.stderr
-    (set_dir,) = list(backup_dir.iterdir())
+    scripts, set_dir = _one_set(release, tmp_path)
     dump = set_dir / "ragfr.dump"
     data = bytearray(dump.read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -242,13 +250,7 @@ def test_restore_refuses_a_set_its_signed_manifest_does_not_cover_exactly(
         release: Release, tmp_path: Path, case: str) -> None:
     """Refused before anything is written, with a line naming the file: sha256sum -c alone passed an altered
     file the manifest left out, and anyone able to write the set could rewrite a dump and its checksum."""
-    scripts = rendered_scripts(tmp_path)
-    backup_dir = tmp_path / "backups"
-    backup_dir.mkdir()
-    release.data_dir.mkdir()
-    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
-    assert done.returncode == 0, done.stderr
-    (set_dir,) = list(backup_dir.iterdir())
+    scripts, set_dir = _one_set(release, tmp_path)
     tamper, expected = TAMPERED[case]
     expected = expected.format(stamp=set_dir.name)
     set_dir = tamper(set_dir) or set_dir
@@ -260,14 +262,7 @@ def test_restore_refuses_a_set_its_signed_manifest_does_not_cover_exactly(
 
 
 def test_restore_refuses_the_wrong_key_and_accepts_the_right_one(release: Release, tmp_path: Path) -> None:
-    scripts = rendered_scripts(tmp_path)
-    backup_dir = tmp_path / "backups"
-    backup_dir.mkdir()
-    release.data_dir.mkdir()
-    (release.data_dir / "upload.txt").write_text("contrat")
-    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
-    assert done.returncode == 0, done.stderr
-    (set_dir,) = list(backup_dir.iterdir())
+    scripts, set_dir = _one_set(release, tmp_path, {"upload.txt": "contrat"})
     env = {"RESTORE_SET": str(set_dir), **_credentials(release), "DATA_DIR": "", "TMPDIR": str(tmp_path)}
     for wrong in (HMAC_KEY[:-1] + "X", "", HMAC_KEY + " "):
         refused = _run(["sh", str(scripts["restore.sh"])], {**env, "BACKUP_HMAC_KEY": wrong})
@@ -281,13 +276,7 @@ def test_restore_refuses_the_wrong_key_and_accepts_the_right_one(release: Releas
 
 def test_an_unsigned_set_restores_only_when_the_operator_says_so(release: Release, tmp_path: Path) -> None:
     """Sets written before backup.integrity have no SHA256SUMS.hmac: RESTORE_ALLOW_UNSIGNED=1, loudly."""
-    scripts = rendered_scripts(tmp_path)
-    backup_dir = tmp_path / "backups"
-    backup_dir.mkdir()
-    release.data_dir.mkdir()
-    done = _run(["sh", str(scripts["backup.sh"])], _backup_env(release, backup_dir, keep=0))
-    assert done.returncode == 0, done.stderr
-    (set_dir,) = list(backup_dir.iterdir())
+    scripts, set_dir = _one_set(release, tmp_path)
     _unsigned(set_dir)
     done = _run(["sh", str(scripts["restore.sh"])], {"RESTORE_SET": str(set_dir), **_credentials(release),
                                                       "DATA_DIR": "", "TMPDIR": str(tmp_path),

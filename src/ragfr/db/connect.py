@@ -9,7 +9,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import TupleRow
 
-from ragfr.errors import ConfigError, DatabaseError
+from ragfr.errors import ConfigError, DatabaseError, first_line
 
 # SQLAlchemy-style URLs (as Open WebUI's PGVECTOR_DB_URL) name a driver after '+'; libpq does not.
 _DRIVER_SUFFIX = re.compile(r"^(postgres(?:ql)?)\+[a-z0-9_]+://", re.IGNORECASE)
@@ -77,11 +77,7 @@ def connect(dsn: str, *, autocommit: bool = False, timeout: int = 10) -> psycopg
     try:
         return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=timeout, application_name="ragfr")
     except psycopg.ProgrammingError as exc:  # malformed DSN
-        raise ConfigError(f"invalid DSN {redact(dsn)}: {_first_line(exc)}") from exc
+        raise ConfigError(f"invalid DSN {redact(dsn)}: {first_line(exc)}") from exc
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to {redact(dsn)}: {_first_line(exc)}") from exc
+        raise DatabaseError(f"cannot connect to {redact(dsn)}: {first_line(exc)}") from exc
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0].strip() if text else type(exc).__name__

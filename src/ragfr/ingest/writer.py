@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from ragfr import metrics
 from ragfr.embed import Embedder, check_space, read_space
-from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
+from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError, first_line
 from ragfr.ingest.chunking import Chunk, ChunkConfig, check_chunk_size, chunk_text
 from ragfr.ingest.documents import Document
 from ragfr.ingest.ids import chunk_id, content_hash
@@ -284,7 +284,7 @@ def _write(
         _rollback(conn)
         if isinstance(exc, psycopg.errors.CheckViolation) and "ragfr: vector" in str(exc):
             metrics.space_mismatch("model")  # the writer-model check of migration 0009 refused the rows
-        raise DatabaseError(f"writing chunks into collection {collection!r} failed: {_first_line(exc)}") from exc
+        raise DatabaseError(f"writing chunks into collection {collection!r} failed: {first_line(exc)}") from exc
 
 
 def _recheck_space(conn: psycopg.Connection[Any], embedder: Embedder, report: IngestReport) -> None:
@@ -319,7 +319,3 @@ def _rollback(conn: psycopg.Connection[Any]) -> None:
         except psycopg.Error:
             pass
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

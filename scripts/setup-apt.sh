@@ -24,6 +24,8 @@ BOOKWORM_PKGS=(
   # rclone 1.60.1: the S3 client of the backup upload (tests/chart/test_backup_s3.py runs the chart's upload script
   # with it against moto's S3 server; the chart's upload image is rclone/rclone:1.60.1).
   rclone
+  # openssl: the test CA and ragdb certificate of the database.tls cluster-smoke tests (tests/support/pki.py).
+  openssl
 )
 # qemu-user 10 (static-pie /usr/bin/qemu-x86_64): bookworm's 7.2 segfaults running the postmaster.
 BACKPORTS_PKGS=(qemu-user)

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 from tests.support.paths import REPO
+from tests.support.pki import server_pki
 
 from ragfr_tools.kubesim import smoke
-from ragfr_tools.kubesim.runner import PODMAN, SmokeFailure
+from ragfr_tools.kubesim.runner import PODMAN, Cluster, SmokeFailure
 
 pytestmark = pytest.mark.slow
 
@@ -161,3 +162,60 @@ def test_images_built_from_other_sources_are_refused_before_anything_runs(tmp_pa
         listed.write_text(stale + "localhost/ragfr/ragfr:0.1.0 sha256abc\n")
         with pytest.raises(SmokeFailure, match=r"run `make images` first"):
             smoke.built_images(listed)
+
+
+TLS_SECRET = "ragdb-tls"
+TLS_VALUES = {"database": {"tls": {"enabled": True, "existingSecret": TLS_SECRET}}}
+
+# Run in the migrations Job's pod, in its `migrate` container (its rendered env: DATABASE_URL with
+# sslmode=verify-full and the mounted CA, PGPASSWORD): the connection the chart gives, then the ones an
+# attacker or a misconfiguration would make. argv[1]: a CA the release does not trust.
+TLS_PROBE = r"""
+import os, socket, sys, psycopg
+url = os.environ["DATABASE_URL"]
+with psycopg.connect(url) as conn:
+    ssl, version = conn.execute("SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
+    print(f"chart: ssl={ssl} {version} sslmode={conn.info.get_parameters().get('sslmode')}")
+open("/tmp/other-ca.crt", "w").write(sys.argv[1])
+for label, kwargs in (("plain", {"sslmode": "disable"}), ("other CA", {"sslrootcert": "/tmp/other-ca.crt"}),
+                      ("by IP", {"host": socket.gethostbyname(conn.info.host)})):
+    try:
+        psycopg.connect(url, **kwargs).close()
+        print(f"{label}: ACCEPTED")
+    except psycopg.OperationalError as err:
+        print(f"{label}: refused: {' '.join(str(err).split())}")
+"""
+
+
+def test_database_tls_clients_verify_the_server_and_plain_tcp_is_refused(prefix: str, tmp_path: Path) -> None:
+    """database.tls with the operator's Secret: ragdb serves the certificate, the migrations Job's init
+    containers (psql as the superuser and the owner) and `ragfr migrate` connect with verify-full, and from
+    another pod a plain connection, an untrusted CA and a name the certificate does not carry are refused."""
+    pki = server_pki(tmp_path / "pki", "ragfr-ragdb")
+    other = server_pki(tmp_path / "other", "ragfr-ragdb")
+    docs = smoke.render("default", {**smoke.SMOKE_VALUES, **TLS_VALUES})  # disjoint keys
+    docs.append(pki.secret(TLS_SECRET))
+    cluster = Cluster(docs, prefix=prefix, workdir=tmp_path / "cluster", image_map=smoke.built_images())
+    try:
+        cluster.start(cluster.workload("StatefulSet", "ragfr-ragdb"))
+        migrate = cluster.workload("Job", "ragfr-migrate-1")
+        cluster.start(migrate, run_to_completion=True)
+        cluster.check_in_pod(migrate, "migrate", ["python", "-c", TLS_PROBE, other.ca_crt], what="TLS probe")
+        report = cluster.last_logs
+    finally:
+        cluster.teardown()
+    assert "chart: ssl=True TLSv1.3 sslmode=verify-full" in report, report
+    assert "plain: refused:" in report and "no encryption" in report, report
+    assert "other CA: refused:" in report and "certificate verify failed" in report, report
+    assert "by IP: refused:" in report and 'server certificate for "ragfr-ragdb" does not match host name' in report
+
+
+def test_database_tls_default_chart_answers_in_french(prefix: str, tmp_path: Path) -> None:
+    """The whole smoke (Open WebUI's SQLAlchemy engines, ragfr's pool in Open WebUI, helm test) with ragdb
+    refusing any connection without TLS from another pod: each client got there with verify-full."""
+    pki = server_pki(tmp_path / "pki", "ragfr-ragdb")
+    lines, _ = run(prefix, tmp_path, overrides=TLS_VALUES, mutate=lambda docs: docs.append(pki.secret(TLS_SECRET)))
+    analyst = lines[lines.index("cluster-smoke: through Open WebUI's HTTP API: sign up, knowledge base, two French "
+                                "questions") + 1]
+    assert "PASS 'Dans quel délai dois-je déclarer un vol ?': rank " in analyst, analyst
+    assert "FAIL" not in lines[-1] and "PASS schema:" in lines[-1], lines[-1]

@@ -34,7 +34,7 @@ user: {{ $user }}
 database: {{ $which.name }}
 secret: {{ include "ragfr.db.internalSecret" .root }}
 key: {{ ternary "ragfr-app-password" (printf "%s-password" .db) $app }}
-sslmode: disable
+{{ include "ragfr.db.sslFacts" (dict "root" .root "sslmode" "disable") }}
 {{- else if eq $v.mode "external" -}}
 host: {{ required "database.external.host is required when database.mode=external" $v.external.host }}
 port: {{ $v.external.port }}
@@ -42,7 +42,7 @@ user: {{ $user }}
 database: {{ $which.name }}
 secret: {{ required "database.external.existingSecret (a Secret holding the ragfr, openwebui and application-role passwords) is required when database.mode=external" $v.external.existingSecret }}
 key: {{ $app | ternary $v.external.appPasswordKey (ternary $v.external.ragfrPasswordKey $v.external.openwebuiPasswordKey (eq .db "ragfr")) }}
-sslmode: {{ $v.external.sslmode }}
+{{ include "ragfr.db.sslFacts" (dict "root" .root "sslmode" $v.external.sslmode) }}
 {{- else -}}
 {{- /* CNPG: one owner role (the bootstrap owner) owns both databases; its Secret is <cluster>-app. Open
        WebUI's role is a managed role of the Cluster with its own basic-auth Secret. */ -}}
@@ -52,7 +52,51 @@ user: {{ ternary $v.ragfr.appUser $v.ragfr.user $app }}
 database: {{ $which.name }}
 secret: {{ ternary (include "ragfr.db.cnpgAppSecret" .root) (printf "%s-app" (include "ragfr.db.cnpgCluster" .root)) $app }}
 key: password
-sslmode: require
+{{ include "ragfr.db.sslFacts" (dict "root" .root "sslmode" "require") }}
+{{- end -}}
+{{- end -}}
+
+{{/* sslmode (and sslrootcert) of every client: the mode's own, or with database.tls.enabled verify-full
+     against the CA mounted by ragfr.db.caVolume / ragfr.db.caMount. */}}
+{{- define "ragfr.db.sslFacts" -}}
+{{- if .root.Values.database.tls.enabled -}}
+sslmode: verify-full
+sslrootcert: {{ include "ragfr.db.caDir" .root }}/ca.crt
+{{- else -}}
+sslmode: {{ .sslmode }}
+{{- end -}}
+{{- end -}}
+
+{{/* TLS (database.tls). The Secret holding ca.crt for the clients, and, in internal mode, ragdb's
+     tls.crt / tls.key: the operator's, or the one cert-manager issues (ragdb-certificate.yaml). */}}
+{{- define "ragfr.db.tlsSecret" -}}
+{{- $t := .Values.database.tls -}}
+{{- if $t.existingSecret -}}{{ $t.existingSecret }}
+{{- else if eq .Values.database.mode "cnpg" -}}{{ printf "%s-ca" (include "ragfr.db.cnpgCluster" .) }}
+{{- else -}}{{ include "ragfr.componentName" (dict "root" . "component" "ragdb-tls") }}
+{{- end -}}
+{{- end -}}
+
+{{- define "ragfr.db.caDir" -}}/etc/ragfr/db-ca{{- end -}}
+
+{{/* Pod volume of the CA (ca.crt only: never the server's key, nor a CNPG CA's ca.key); empty without TLS. */}}
+{{- define "ragfr.db.caVolume" -}}
+{{- if .Values.database.tls.enabled -}}
+- name: db-ca
+  secret:
+    secretName: {{ include "ragfr.db.tlsSecret" . }}
+    items:
+      - key: ca.crt
+        path: ca.crt
+{{- end -}}
+{{- end -}}
+
+{{/* volumeMount of that CA, for every container that connects to the database; empty without TLS. */}}
+{{- define "ragfr.db.caMount" -}}
+{{- if .Values.database.tls.enabled -}}
+- name: db-ca
+  mountPath: {{ include "ragfr.db.caDir" . }}
+  readOnly: true
 {{- end -}}
 {{- end -}}
 
@@ -65,7 +109,9 @@ sslmode: require
      already percent-encoded. */}}
 {{- define "ragfr.db.url" -}}
 {{- $c := include "ragfr.db.conn" (dict "root" .root "db" .db) | fromYaml -}}
-{{- printf "postgresql://%s@%s:%v/%s?sslmode=%s%s" (include "ragfr.db.pct" $c.user) $c.host $c.port (include "ragfr.db.pct" $c.database) $c.sslmode (ternary (printf "&%s" .query) "" (hasKey . "query")) -}}
+{{- $root := "" -}}
+{{- with $c.sslrootcert }}{{ $root = printf "&sslrootcert=%s" . }}{{ end -}}
+{{- printf "postgresql://%s@%s:%v/%s?sslmode=%s%s%s" (include "ragfr.db.pct" $c.user) $c.host $c.port (include "ragfr.db.pct" $c.database) $c.sslmode $root (ternary (printf "&%s" .query) "" (hasKey . "query")) -}}
 {{- end -}}
 
 {{/* env entry <var>: the password of database "ragfr" or "openwebui", from its Secret. */}}
@@ -152,6 +198,10 @@ sslmode: require
   value: {{ $c.database | quote }}
 - name: PGSSLMODE
   value: {{ $c.sslmode | quote }}
+{{- with $c.sslrootcert }}
+- name: PGSSLROOTCERT
+  value: {{ . | quote }}
+{{- end }}
 - name: PGCONNECT_TIMEOUT
   value: "5"
 - name: PGPASSWORD
@@ -177,8 +227,13 @@ sslmode: require
       value: {{ .root.Values.ragdb.service.port | quote }}
     - name: PGUSER
       value: postgres
+    {{- $c := include "ragfr.db.conn" (dict "root" .root "db" "ragfr") | fromYaml }}
     - name: PGSSLMODE
-      value: disable
+      value: {{ $c.sslmode | quote }}
+    {{- with $c.sslrootcert }}
+    - name: PGSSLROOTCERT
+      value: {{ . | quote }}
+    {{- end }}
     - name: PGCONNECT_TIMEOUT
       value: "5"
     - name: PGPASSWORD

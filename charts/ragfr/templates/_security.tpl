@@ -13,6 +13,7 @@ volumeMounts:
     readOnly: true
   - name: tmp
     mountPath: /tmp
+  {{- with include "ragfr.db.caMount" . }}{{ . | nindent 2 }}{{ end }}
 {{- end -}}
 
 {{/* The scripts ConfigMap as a volume (mounted by every pod that waits or checks). */}}

@@ -23,6 +23,32 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- if eq $v.database.ragfr.appUser $v.ragdb.metrics.user -}}
 {{- fail (printf "database.ragfr.appUser and ragdb.metrics.user are both %s: Open WebUI's role and the exporter's must differ" $v.ragdb.metrics.user) -}}
 {{- end -}}
+{{- $tls := $v.database.tls -}}
+{{- if and $tls.certManager.enabled (not $tls.enabled) -}}
+{{- fail "database.tls.certManager.enabled=true needs database.tls.enabled=true (the clients' verify-full goes with the certificate)" -}}
+{{- end -}}
+{{- if $tls.enabled -}}
+{{- if and $tls.certManager.enabled (ne $v.database.mode "internal") -}}
+{{- fail (printf "database.tls.certManager is for the chart's ragdb (database.mode=internal), not mode=%s: name the Secret holding the server's CA in database.tls.existingSecret" $v.database.mode) -}}
+{{- end -}}
+{{- if and $tls.certManager.enabled $tls.existingSecret -}}
+{{- fail "database.tls: existingSecret and certManager.enabled are exclusive: ragdb's certificate comes from one of them" -}}
+{{- end -}}
+{{- if and $tls.certManager.enabled (not $tls.certManager.issuerRef.name) -}}
+{{- fail "database.tls.certManager.enabled=true needs database.tls.certManager.issuerRef.name (an Issuer or ClusterIssuer of cert-manager)" -}}
+{{- end -}}
+{{- if and (eq $v.database.mode "internal") (not $tls.certManager.enabled) (not $tls.existingSecret) -}}
+{{- fail "database.tls.enabled=true needs database.tls.existingSecret (a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt for the Service <release>-ragdb) or database.tls.certManager.enabled=true (docs/runbooks/database-tls.md)" -}}
+{{- end -}}
+{{- if and (eq $v.database.mode "external") (not $tls.existingSecret) -}}
+{{- fail "database.tls.enabled=true with database.mode=external needs database.tls.existingSecret: a Secret whose ca.crt signed the server's certificate" -}}
+{{- end -}}
+{{- range $key := list "ssl" "ssl_cert_file" "ssl_key_file" "ssl_ca_file" "hba_file" -}}
+{{- if hasKey $v.ragdb.settings $key -}}
+{{- fail (printf "ragdb.settings.%s is set by database.tls (the certificate from its Secret, TLS required from other pods): remove it" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and $v.redis.enabled $v.redis.externalUrl -}}
 {{- fail "redis.enabled=true and redis.externalUrl are exclusive: use the chart's Redis or an external one" -}}
 {{- end -}}

@@ -157,6 +157,17 @@ def _env(spec: Mapping[str, Any], objects: Mapping[tuple[str, str], Manifest], w
     return list(values.items())
 
 
+def _projected(source: Mapping[str, Any], data: dict[str, str], where: str) -> dict[str, str]:
+    """The files of a configMap/secret volume: every key, or only its `items` (key -> path), as the kubelet."""
+    items = source.get("items")
+    if not items:
+        return data
+    missing = [i["key"] for i in items if i["key"] not in data]
+    if missing:
+        raise TranslationError(f"{where}: volume items name keys the object lacks: {missing}")
+    return {i["path"]: data[i["key"]] for i in items}
+
+
 def _volumes(pod_spec: Mapping[str, Any], claim_templates: Sequence[Manifest], workload_name: str,
              objects: Mapping[tuple[str, str], Manifest], where: str) -> dict[str, Volume]:
     out: dict[str, Volume] = {}
@@ -172,8 +183,8 @@ def _volumes(pod_spec: Mapping[str, Any], claim_templates: Sequence[Manifest], w
                                int(v["configMap"].get("defaultMode", 0o644)))
         elif "secret" in v:
             ref = v["secret"]["secretName"]
-            out[name] = Volume(name, "secret", ref, _config_data(objects, "Secret", ref),
-                               int(v["secret"].get("defaultMode", 0o644)))
+            files = _projected(v["secret"], _config_data(objects, "Secret", ref), where)
+            out[name] = Volume(name, "secret", ref, files, int(v["secret"].get("defaultMode", 0o644)))
         elif "persistentVolumeClaim" in v:
             out[name] = Volume(name, "persistentVolumeClaim", v["persistentVolumeClaim"]["claimName"])
         else:

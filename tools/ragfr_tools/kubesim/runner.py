@@ -109,6 +109,9 @@ class Cluster:
                 for key, text in vol.files.items():
                     (d / key).write_text(text)
                     (d / key).chmod(vol.mode)
+                    if pod.fs_group is not None:
+                        # As the kubelet: files of a secret/configMap volume belong to root and the fsGroup.
+                        os.chown(d / key, 0, pod.fs_group)
                 if vol.kind != "emptyDir":
                     d.chmod(0o755)
                 paths[vol.name] = str(d)

@@ -21,6 +21,8 @@ from ragfr.embmigrate.settings import MigrationSettings
 from ragfr.errors import ConfigError
 
 SCHEMA_CONTAINER = "wait-for-schema"
+# The chart's volume of the database CA (database.tls); the Job mounts it where wait-for-schema does.
+CA_VOLUME = "db-ca"
 NETWORK_LABELS = {"ragfr.io/db-client": "true", "ragfr.io/ollama-client": "true"}
 TARGET_LABEL = "ragfr.io/embmigrate-target"
 # A finished run (its Job, pod logs and RBAC objects) stays three days for `kubectl logs`, then goes.
@@ -63,6 +65,11 @@ def schema_container(deployment: dict[str, Any]) -> dict[str, Any]:
     raise ConfigError(f"deployment {name} has no init container {SCHEMA_CONTAINER!r}: not a ragfr chart release?")
 
 
+def ca_mounts(container: dict[str, Any]) -> list[dict[str, Any]]:
+    """The database CA's mount (chart value database.tls): the borrowed DATABASE_URL names its file."""
+    return [m for m in container.get("volumeMounts") or [] if m.get("name") == CA_VOLUME]
+
+
 def labels(req: JobRequest) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": "ragfr",
@@ -89,7 +96,7 @@ def job(req: JobRequest, name: str, deployment: dict[str, Any], configmap: dict[
         "command": ["ragfr"],
         "args": migrate_args(req),
         "env": env,
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}, *ca_mounts(source)],
     }
     if "securityContext" in source:
         container["securityContext"] = source["securityContext"]
@@ -102,7 +109,8 @@ def job(req: JobRequest, name: str, deployment: dict[str, Any], configmap: dict[
         # OnFailure: a crashed or OOM-killed migrator restarts in place and resumes from its checkpoint.
         "restartPolicy": "OnFailure",
         "containers": [container],
-        "volumes": [{"name": "tmp", "emptyDir": {}}],
+        "volumes": [{"name": "tmp", "emptyDir": {}},
+                    *(v for v in pod_spec.get("volumes") or [] if v.get("name") == CA_VOLUME)],
     }
     pod.update({key: pod_spec[key] for key in POD_FIELDS if key in pod_spec})
     return {

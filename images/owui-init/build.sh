@@ -26,7 +26,8 @@ cp "$ROOT/images/owui-init/Containerfile" "$ROOT/images/owui-init/site-requireme
 (cd "$ROOT/src" && tar --exclude=__pycache__ -chf - ragfr) | tar -C "$ctx" -xf -
 cp -R "$ROOT/patches/open-webui" "$ctx/patches/"
 if [[ $context_only == 1 ]]; then echo "$ctx"; exit 0; fi
-# Wheels for CPython 3.11 / manylinux x86-64 (the stock image's), fetched by the host's pip.
+# Wheels for CPython 3.11 / manylinux x86-64 (the stock image's), fetched by the host's pip. Every pin of
+# site-requirements.txt carries its --hash, so pip checks each download here, and the image's install again.
 "${PIP:-$ROOT/.venv/bin/pip}" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version 3.11 --platform manylinux2014_x86_64 --implementation cp \
   -d "$ctx/wheels" -r "$ROOT/images/owui-init/site-requirements.txt" >&2

@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import subprocess
 import tomllib
+from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from tests.support.paths import REPO
+
+from ragfr_tools.build.lockhash import read_pins
 
 LOCK = REPO / "images" / "ragfr" / "requirements.lock"
 SITE = REPO / "images" / "owui-init" / "site-requirements.txt"
@@ -20,15 +23,9 @@ OWUI_IMPORTS = ("ragfr.owui.native", "ragfr.owui.chat_gate", "ragfr.owui.vectors
                 "ragfr.owui.check", "ragfr.metrics")
 
 
-def _pins(path: os.PathLike[str]) -> dict[str, str]:
-    out = {}
-    for line in open(path, encoding="utf-8").read().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            assert version, f"{path}: {line!r} is not pinned with =="
-            out[canonicalize_name(name)] = version
-    return out
+def _pins(path: Path) -> dict[str, str]:
+    # read_pins refuses anything but `name==version` with --hash options (tests/images/test_lock_hashes.py).
+    return {canonicalize_name(pin.name): pin.version for pin in read_pins(path)}
 
 
 def _runtime_requirements() -> list[Requirement]:

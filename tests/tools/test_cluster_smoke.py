@@ -176,9 +176,10 @@ url = os.environ["DATABASE_URL"]
 with psycopg.connect(url) as conn:
     ssl, version = conn.execute("SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
     print(f"chart: ssl={ssl} {version} sslmode={conn.info.get_parameters().get('sslmode')}")
+    host = conn.info.host
 open("/tmp/other-ca.crt", "w").write(sys.argv[1])
 for label, kwargs in (("plain", {"sslmode": "disable"}), ("other CA", {"sslrootcert": "/tmp/other-ca.crt"}),
-                      ("by IP", {"host": socket.gethostbyname(conn.info.host)})):
+                      ("by IP", {"host": socket.gethostbyname(host)})):
     try:
         psycopg.connect(url, **kwargs).close()
         print(f"{label}: ACCEPTED")
@@ -207,7 +208,8 @@ def test_database_tls_clients_verify_the_server_and_plain_tcp_is_refused(prefix:
     assert "chart: ssl=True TLSv1.3 sslmode=verify-full" in report, report
     assert "plain: refused:" in report and "no encryption" in report, report
     assert "other CA: refused:" in report and "certificate verify failed" in report, report
-    assert "by IP: refused:" in report and 'server certificate for "ragfr-ragdb" does not match host name' in report
+    assert "by IP: refused:" in report and 'server certificate for "ragfr-ragdb"' in report, report
+    assert "does not match host name" in report, report
 
 
 def test_database_tls_default_chart_answers_in_french(prefix: str, tmp_path: Path) -> None:

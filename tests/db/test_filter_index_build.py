@@ -10,9 +10,7 @@ import time
 import psycopg
 import pytest
 
-from ragfr.db import filter_indexes
-from ragfr.embmigrate import lock
-from ragfr.embmigrate.errors import MigrationRunningError
+from ragfr.db import filter_indexes, hnsw_build, index_lock
 
 
 def _chunk(conn: psycopg.Connection, i: int, kind: str) -> None:  # type: ignore[type-arg]
@@ -27,7 +25,7 @@ def test_a_build_waits_for_readers_reports_progress_and_lets_writes_through(migr
         for i in range(20):
             _chunk(conn, i, "contrat" if i % 2 else "notice")
         assert filter_indexes.declare(conn, "type", "contrat")
-    monkeypatch.setattr(filter_indexes, "PROGRESS_EVERY_S", 0.2)
+    monkeypatch.setattr(hnsw_build, "PROGRESS_EVERY_S", 0.2)
     lines: list[str] = []
     done = threading.Event()
     # An analyst's long read: its snapshot predates the build, which must wait for it to end.
@@ -81,7 +79,9 @@ def test_a_second_index_command_is_refused_with_the_holder(migrated_db) -> None:
     dsn = migrated_db(dims=384, model="local:multilingual-e5-small")
     with psycopg.connect(dsn, autocommit=True) as holder, psycopg.connect(dsn, autocommit=True) as conn:
         assert filter_indexes.declare(conn, "type", "contrat")
-        with lock.migration_lock(holder):
-            with pytest.raises(MigrationRunningError, match="another ragfr command is changing the vector indexes"):
+        with index_lock.index_lock(holder, "ragfr embeddings migrate"):
+            with pytest.raises(index_lock.IndexLockBusy, match="^`ragfr embeddings migrate` is already running on "
+                                                                "this database [(]server pid [0-9]+, .*application "
+                                                                "ragfr embeddings migrate, since "):
                 filter_indexes.sync(conn)
         assert filter_indexes.sync(conn).built == [filter_indexes.index_name("type", "contrat")]

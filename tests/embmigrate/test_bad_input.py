@@ -9,7 +9,7 @@ import pytest
 from tests.support.embmigrate import TARGET, snapshot
 
 from ragfr.cli import main
-from ragfr.embmigrate import names
+from ragfr.db import names
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

@@ -10,10 +10,10 @@ import psycopg
 from tests.support.embmigrate import TARGET, snapshot
 
 from ragfr.db import filter_indexes
+from ragfr.db.filters import Condition
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Condition
 from ragfr.retrieval.hybrid import search
 
 NAME = filter_indexes.index_name("type", "contrat")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from ragfr.db import catalog, ddl, names
 from ragfr.db.migrate import migrate
-from ragfr.embmigrate import catalog, ddl, indexing, names
+from ragfr.embmigrate import indexing
 from ragfr.errors import DatabaseError
 
 

@@ -22,7 +22,7 @@ import pytest
 from tests.support.embmigrate import SOURCE, TARGET, snapshot
 
 from ragfr.cli import main
-from ragfr.embmigrate import names
+from ragfr.db import names
 
 CMD = "ragfr embeddings"
 

@@ -14,10 +14,10 @@ import pytest
 
 from ragfr.cli import build_parser
 from ragfr.cli import main as cli_main
+from ragfr.db.filters import parse_condition
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
-from ragfr.retrieval.filters import parse_condition
 
 E5 = "local:multilingual-e5-small"
 

@@ -166,7 +166,7 @@ def _options(args: argparse.Namespace, dsn: str) -> Any:
 
 
 def _budget(args: argparse.Namespace) -> Any:
-    from ragfr.embmigrate.ddl import LockBudget
+    from ragfr.db.ddl import LockBudget
 
     return LockBudget(args.lock_timeout, args.lock_wait)
 
@@ -188,7 +188,7 @@ def run_migrate(args: argparse.Namespace) -> int:
         print("\n".join(result.lines))
         return DRY_RUN_REFUSED if result.refused else 0
     from ragfr.embmigrate.runner import migrate
-    from ragfr.embmigrate.stop import stop_on_signals
+    from ragfr.stop import stop_on_signals
 
     if args.k8s_release:
         from ragfr.embmigrate.k8s.openwebui import owui_model
@@ -259,7 +259,7 @@ def next_step(report: dict[str, Any]) -> str:
 
 def run_rollback(args: argparse.Namespace) -> int:
     from ragfr.embmigrate.runner import rollback
-    from ragfr.embmigrate.stop import stop_on_signals
+    from ragfr.stop import stop_on_signals
 
     with stop_on_signals():
         return rollback(
@@ -270,7 +270,7 @@ def run_rollback(args: argparse.Namespace) -> int:
 
 def run_finalize(args: argparse.Namespace) -> int:
     from ragfr.embmigrate.runner import finalize
-    from ragfr.embmigrate.stop import stop_on_signals
+    from ragfr.stop import stop_on_signals
 
     with stop_on_signals():  # a signal while waiting for the table lock stops with nothing changed
         return finalize(require_dsn(args), _say, _budget(args))

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from ragfr.db.connect import connect
     from ragfr.embed import load_embedder, read_space
     from ragfr.errors import ConfigError
-    from ragfr.eval import gate
+    from ragfr.eval import regression
     from ragfr.eval.beir import load_dataset
     from ragfr.eval.report import table, to_json, write_per_query
     from ragfr.eval.runner import resolve_configs, run_eval
@@ -107,13 +107,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"per-query results: {out}", file=sys.stderr)
     if args.baseline is None:
         return 0
-    baselines = gate.load_baselines(args.baseline)
+    baselines = regression.load_baselines(args.baseline)
     if args.update_baseline:
-        gate.update(baselines, args.suite, document, list(args.gated or DEFAULT_GATED))
+        regression.update(baselines, args.suite, document, list(args.gated or DEFAULT_GATED))
         args.baseline.write_text(json.dumps(baselines, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"baseline {args.suite!r} written to {args.baseline}", file=sys.stderr)
         return 0
-    checks = gate.check(document, baselines, args.suite, args.baseline)
+    checks = regression.check(document, baselines, args.suite, args.baseline)
     for item in checks:
         print(f"gate[{args.suite}] {item.line()}", file=sys.stderr)
     failed = [c for c in checks if not c.passed]

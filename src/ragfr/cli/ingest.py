@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ragfr.cli.common import add_dsn, bounded_number, require_dsn
+from ragfr.db.filters import check_key
 from ragfr.errors import ConfigError
 from ragfr.ingest.chunking import (
     CHARS_PER_TOKEN,
@@ -18,7 +19,6 @@ from ragfr.ingest.chunking import (
     max_chunk_size,
 )
 from ragfr.ingest.writer import IngestReport
-from ragfr.retrieval.filters import check_key
 
 # A 100 MB text file is about 100,000 chunks: hours of embedding on a laptop CPU, and a few hundred MB of
 # memory while it is chunked. Larger files are almost always a mistake (a database dump, a log).

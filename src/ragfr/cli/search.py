@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ragfr.cli.common import add_dsn, ef_search_arg, require_dsn
-from ragfr.retrieval.filters import GRAMMAR
+from ragfr.db.filters import GRAMMAR
 
 EPILOG = """\
 how it ranks:
@@ -67,11 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_search(args: argparse.Namespace) -> Any:
     from ragfr.db.connect import connect
+    from ragfr.db.filters import parse_condition
     from ragfr.embed import load_embedder, parse_spec, read_space
     from ragfr.errors import ConfigError
     from ragfr.retrieval.collections import require_collections
     from ragfr.retrieval.config import SearchConfig
-    from ragfr.retrieval.filters import parse_condition
     from ragfr.retrieval.hybrid import search
     from ragfr.retrieval.rerank import load_reranker, require_reranker_files
 

@@ -4,8 +4,8 @@ A filter that passes a share s of the rows makes the shared graph's walk visit a
 candidates of an unfiltered walk (pgvector filters after the walk). A partial index over the passing rows
 alone (`WHERE vmetadata @> '{"type": "contrat"}'`) is walked like an unfiltered graph: at 100k chunks, the
 vector arm of a 10 % filter fell from 56 to 11 ms (docs/benchmarks.md, "Declared filters"). PostgreSQL picks it
-by itself for a query whose predicate implies the index's, which ragfr.retrieval.filters ensures by
-writing the same containment test (ragfr.retrieval.filters.containment_predicate) into every query with
+by itself for a query whose predicate implies the index's, which ragfr.db.filters ensures by
+writing the same containment test (ragfr.db.filters.containment_predicate) into every query with
 that equality; the vector arm's cost rule sizes the walk by the smaller graph (ragfr.retrieval.semantic).
 
 The declarations live in `ragfr_filter_index` (migration 0014); the catalog says whether each index exists
@@ -20,26 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from ragfr.embmigrate.errors import MigrationRunningError
+from ragfr.db import catalog, ddl, hnsw_build, index_lock, names
+from ragfr.db.catalog import Index
+from ragfr.db.filters import Condition, containment_predicate, parse_condition
 from ragfr.errors import ConfigError, DatabaseError
-from ragfr.retrieval.filters import Condition, containment_predicate, parse_condition
-
-if TYPE_CHECKING:
-    from ragfr.embmigrate.catalog import Index
 
 log = logging.getLogger(__name__)
 PREFIX = "idx_document_chunk_vector_f_"
-PROGRESS_EVERY_S = 15.0
-# An embedding migration's copies, as for idx_document_chunk_vector (ragfr.embmigrate.names).
+# An embedding migration's copies, as for idx_document_chunk_vector (ragfr.db.names).
 NEXT, PREV = "_next", "_prev"
 
 
@@ -95,16 +90,21 @@ class SyncReport:
     skipped: str | None = None  # why nothing was done (an embedding migration is open)
 
 
-_LIST = """
-SELECT f.key, f.value, f.index_name, i.indisvalid, c.reltuples::bigint, pg_relation_size(c.oid),
-       i.indclass[0] = live.indclass[0] AND c.relam = lc.relam, f.index_name = ANY(%s)
-  FROM ragfr_filter_index f
-  LEFT JOIN pg_class c ON c.oid = to_regclass(f.index_name)
-  LEFT JOIN pg_index i ON i.indexrelid = c.oid
-  LEFT JOIN pg_index live ON live.indexrelid = to_regclass('idx_document_chunk_vector')
-  LEFT JOIN pg_class lc ON lc.oid = live.indexrelid
- ORDER BY f.key, f.value
-"""
+def with_live_shape(join: str) -> str:
+    """FROM the declarations (f) with their index (c, i) and the live index (live, lc), `join` being JOIN
+    (declared and built) or LEFT JOIN (every declaration). SAME_SHAPE is true when the declared index has
+    the live index's operator class and access method: one of another precision cannot answer the vector
+    walk's ORDER BY. The one definition for `listing` and the vector arm's choice (ragfr.retrieval.semantic)."""
+    return (f" FROM ragfr_filter_index f {join} pg_class c ON c.oid = to_regclass(f.index_name)"
+            f" {join} pg_index i ON i.indexrelid = c.oid"
+            f" {join} pg_index live ON live.indexrelid = to_regclass('{names.INDEX}')"
+            f" {join} pg_class lc ON lc.oid = live.indexrelid")
+
+
+SAME_SHAPE = "i.indclass[0] = live.indclass[0] AND c.relam = lc.relam"
+
+_LIST = ("SELECT f.key, f.value, f.index_name, i.indisvalid, c.reltuples::bigint, pg_relation_size(c.oid),"
+         f" {SAME_SHAPE}, f.index_name = ANY(%s)" + with_live_shape("LEFT JOIN") + " ORDER BY f.key, f.value")
 
 
 def require_registry(conn: psycopg.Connection[Any]) -> None:
@@ -151,19 +151,17 @@ def forget(conn: psycopg.Connection[Any], key: str, value: str) -> bool:
 
 
 def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_work_mem: str | None = None,
-         say: Callable[[str], None] = log.info) -> SyncReport:
+         say: Callable[[str], None] = log.info, command: str = "ragfr filter-index sync") -> SyncReport:
     """Build what is declared and not ready, drop what is built and not declared. `conn`: autocommit, owner
-    of document_chunk. `dsn`: a second session reports a long build's progress every 15 s."""
-    from ragfr.embmigrate import catalog, lock, names  # embmigrate builds on ragfr.db, not the reverse
-
+    of document_chunk. `dsn`: a second session reports a long build's progress every 15 s. `command`: the
+    caller, as other commands are told while it holds the vector-index lock."""
     report = SyncReport()
     leftovers = _built(conn, "")
     if not leftovers and conn.execute("SELECT NOT EXISTS (SELECT FROM ragfr_filter_index)").fetchone() == (True,):
         return report  # nothing declared, nothing built: no lock, no check
-    opened = conn.execute(
-        "SELECT id FROM ragfr_embedding_migration WHERE phase NOT IN ('rolled_back', 'finalized')").fetchone()
+    opened = catalog.open_migration_id(conn)
     if opened is not None:
-        report.skipped = (f"embedding migration #{opened[0]} is open: it builds the declared filter indexes of "
+        report.skipped = (f"embedding migration #{opened} is open: it builds the declared filter indexes of "
                           "the new space itself; run `ragfr filter-index sync` again after it is finalized or "
                           "rolled back")
         say(report.skipped)
@@ -172,23 +170,14 @@ def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_w
     column = catalog.column(conn, names.VECTOR)
     if live is None or not live.valid or column is None or column.dims <= 0:
         raise DatabaseError(f"{names.INDEX} is missing or invalid: run `ragfr migrate` first, which builds it")
-    # A concurrent build waits for every older transaction to end: it may wait as long as it must.
-    conn.execute("RESET lock_timeout")
-    try:
-        with lock.migration_lock(conn):  # no embedding migration may start and copy a half-built set
-            _sync_locked(conn, report, leftovers=leftovers, live=live, dims=column.dims, dsn=dsn,
-                         maintenance_work_mem=maintenance_work_mem, say=say)
-    except MigrationRunningError as exc:
-        raise MigrationRunningError(
-            f"another ragfr command is changing the vector indexes ({lock.holder(conn)}): an embedding migration, "
-            "`ragfr migrate` or `ragfr filter-index`; run this one again once it has finished") from exc
+    with index_lock.index_lock(conn, command):  # no embedding migration may start and copy a half-built set
+        _sync_locked(conn, report, leftovers=leftovers, live=live, dims=column.dims, dsn=dsn,
+                     maintenance_work_mem=maintenance_work_mem, say=say)
     return report
 
 
 def _sync_locked(conn: psycopg.Connection[Any], report: SyncReport, *, leftovers: list[str], live: Index, dims: int,
                  dsn: str | None, maintenance_work_mem: str | None, say: Callable[[str], None]) -> None:
-    from ragfr.embmigrate import names
-
     declared = listing(conn)
     wanted = {d.index_name for d in declared}
     for name in leftovers:
@@ -208,58 +197,17 @@ def _sync_locked(conn: psycopg.Connection[Any], report: SyncReport, *, leftovers
 def build(conn: psycopg.Connection[Any], key: str, value: str, name: str, column: str, like: Index, dims: int, *,
           dsn: str | None, maintenance_work_mem: str | None, say: Callable[[str], None]) -> None:
     """(Re)build `name` on `column`, shaped like the live index `like`, over the rows of `key = value`."""
-    from ragfr.embmigrate import ddl
-
     where = predicate(key, value)
     counted = conn.execute(sql.SQL("SELECT count(*) FROM document_chunk WHERE {}").format(where)).fetchone()
     rows = int(counted[0]) if counted else 0
     say(f"building {name} for {key}={value} ({rows} rows, {like.precision}) concurrently: searches and writes "
         "go on meanwhile")
-    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
-    if maintenance_work_mem:
-        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
-    watcher = _Watch(dsn, conn.info.backend_pid, name, say) if dsn else None
-    try:
-        conn.execute(ddl.create_index_statement(like, name, column, concurrently=True, dims=dims, where=where))
-    except psycopg.Error as exc:
-        raise DatabaseError(
-            f"building {name} ({key}={value}) failed: {str(exc).strip().splitlines()[0]}. Searches go on "
-            "through the shared graph; `ragfr filter-index sync` drops what is left and builds it again") from exc
-    finally:
-        if watcher is not None:
-            watcher.stop()
-        if maintenance_work_mem:
-            conn.execute("RESET maintenance_work_mem")
+    hnsw_build.build_concurrently(
+        conn, name, ddl.create_index_statement(like, name, column, concurrently=True, dims=dims, where=where),
+        maintenance_work_mem=maintenance_work_mem, progress_dsn=dsn, say=say,
+        failure_hint=f"Searches for {key}={value} go on through the shared graph; `ragfr filter-index sync` "
+                     "drops what is left and builds it again")
     say(f"built {name} for {key}={value}")
-
-
-class _Watch:
-    """Reports a build's progress from pg_stat_progress_create_index, on its own session, every 15 s: a
-    long build prints lines a Job's log keeps, not silence."""
-
-    def __init__(self, dsn: str, pid: int, name: str, say: Callable[[str], None]) -> None:
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(dsn, pid, name, say), daemon=True)
-        self._thread.start()
-
-    def _run(self, dsn: str, pid: int, name: str, say: Callable[[str], None]) -> None:
-        try:
-            started = time.monotonic()
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                while not self._done.wait(PROGRESS_EVERY_S):
-                    row = conn.execute("SELECT phase, tuples_done, tuples_total FROM pg_stat_progress_create_index"
-                                       " WHERE pid = %s", (pid,)).fetchone()
-                    if row is not None:
-                        done, total = int(row[1] or 0), int(row[2] or 0)
-                        # pgvector's HNSW build reports the rows it has loaded, without a total
-                        counts = f", {done} of {total} rows" if total else (f", {done} rows" if done else "")
-                        say(f"{name}: {row[0]}{counts} ({time.monotonic() - started:.0f} s)")
-        except psycopg.Error as exc:  # progress is a courtesy: the build itself goes on
-            log.debug("progress of %s unavailable: %s", name, exc)
-
-    def stop(self) -> None:
-        self._done.set()
-        self._thread.join(timeout=5)
 
 
 def build_shadows(conn: psycopg.Connection[Any], like: Index, column: str, dims: int, *, maintenance_work_mem: str,

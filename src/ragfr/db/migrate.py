@@ -24,9 +24,9 @@ import psycopg
 from ragfr.db import filter_indexes, vector_index_build
 from ragfr.db.connect import connect, redact
 from ragfr.db.locks import advisory_holders, any_relation_holders
+from ragfr.db.vector_index import PRECISIONS, precision_of
 from ragfr.embed.spec import parse_spec
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
-from ragfr.retrieval.vector_index import PRECISIONS, precision_of
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,6 @@
 """Failures of an embedding migration that an operator can act on (one line each, no traceback)."""
 
-from ragfr.errors import DatabaseError, RagfrError
-
-
-class MigrationRunningError(DatabaseError):
-    """Another `ragfr embeddings` process holds the migration lock on this database."""
+from ragfr.errors import RagfrError
 
 
 class MigrationStateError(RagfrError):

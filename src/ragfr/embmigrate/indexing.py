@@ -10,10 +10,9 @@ from __future__ import annotations
 import logging
 
 import psycopg
-from psycopg import sql
 
-from ragfr.embmigrate import catalog, ddl
-from ragfr.embmigrate.catalog import Index
+from ragfr.db import catalog, ddl, hnsw_build
+from ragfr.db.catalog import Index
 from ragfr.embmigrate.faults import kill_during
 
 log = logging.getLogger(__name__)
@@ -29,16 +28,22 @@ def ensure_index(conn: psycopg.Connection, like: Index, name: str, column: str, 
         return False
     if existing is not None:
         log.warning("index %s is invalid (an interrupted build); dropping and rebuilding it", name)
-        conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
-    # HNSW builds fastest when the graph fits in maintenance_work_mem; past it pgvector goes on, slower.
-    conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
-    timer = kill_during("index-build")
-    try:
-        target = catalog.column(conn, column)
-        dims = target.dims if target is not None else None
-        conn.execute(ddl.create_index_statement(like, name, column, concurrently=True, dims=dims))
-    finally:
-        if timer is not None:
-            timer.cancel()
-        conn.execute("RESET maintenance_work_mem")
+    target = catalog.column(conn, column)
+    dims = target.dims if target is not None else None
+    hnsw_build.build_concurrently(
+        conn, name, ddl.create_index_statement(like, name, column, concurrently=True, dims=dims),
+        maintenance_work_mem=maintenance_work_mem, during=_KillDuring(),
+        failure_hint="the live index keeps serving; run the same command again: it drops what is left and "
+                     "builds it again")
     return True
+
+
+class _KillDuring:
+    """The `index-build` fault point of the kill -9 tests (ragfr.embmigrate.faults), around the build."""
+
+    def __enter__(self) -> None:
+        self._timer = kill_during("index-build")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from ragfr.db import catalog, index_lock, names
 from ragfr.embed import parse_spec
 from ragfr.embed.space import read_space
-from ragfr.embmigrate import backfill, catalog, lock, names, state
+from ragfr.embmigrate import backfill, state
 from ragfr.embmigrate.runner import (
     CMD,
     MigrateOptions,
@@ -45,8 +46,8 @@ def plan(opts: MigrateOptions) -> Plan:
         space = read_space(conn)
         current = state.open_migration(conn)
         lines = [f"database embedding space: {space.model} ({space.dims} dims)"]
-        if lock.is_held(conn):
-            lines.append(f"a migration is running now ({lock.holder(conn)}): a real run would stop at once; "
+        if index_lock.is_held(conn):
+            lines.append(f"a migration is running now ({index_lock.holder(conn)}): a real run would stop at once; "
                          f"follow it with `{CMD} status`")
             return Plan(lines, refused=True)
         refusal = open_elsewhere(current, target) if current is not None else None

@@ -13,13 +13,14 @@ from typing import Any
 
 import psycopg
 
-from ragfr.db import filter_indexes
+from ragfr import stop
+from ragfr.db import catalog, ddl, filter_indexes, index_lock, names
 from ragfr.db.connect import connect
+from ragfr.db.ddl import LockBudget
 from ragfr.embed import load_embedder, parse_spec
 from ragfr.embed.space import EmbeddingSpace, read_space
-from ragfr.embmigrate import backfill, catalog, ddl, indexing, lock, names, state, stop, swap, verify
+from ragfr.embmigrate import backfill, indexing, state, swap, verify
 from ragfr.embmigrate.backfill import PassageEmbedder
-from ragfr.embmigrate.ddl import LockBudget
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
 from ragfr.embmigrate.settings import MigrationSettings
@@ -156,7 +157,7 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
     with open_connection(opts.dsn) as conn:
         catalog.require_schema(conn)
         check_server_settings(conn, opts)
-        with lock.migration_lock(conn):
+        with index_lock.index_lock(conn, f"{CMD} migrate"):
             space = read_space(conn)
             current = state.open_migration(conn)
             refusal = open_elsewhere(current, target) if current is not None else None
@@ -382,7 +383,7 @@ def rollback(
     """Before the switch: drop the shadow. After: re-embed rows the old space lacks, then swap back."""
     with open_connection(dsn) as conn:
         catalog.require_schema(conn)
-        with lock.migration_lock(conn):
+        with index_lock.index_lock(conn, f"{CMD} rollback"):
             current = state.open_migration(conn)
             if current is None:
                 last = state.last_migration(conn)
@@ -455,7 +456,7 @@ def _rollback_switched(
 def finalize(dsn: str, say: Say, budget: LockBudget | None = None) -> int:
     with open_connection(dsn) as conn:
         catalog.require_schema(conn)
-        with lock.migration_lock(conn):
+        with index_lock.index_lock(conn, f"{CMD} finalize"):
             current = state.open_migration(conn)
             if current is None:
                 raise MigrationStateError(
@@ -488,12 +489,12 @@ def status(dsn: str) -> dict[str, Any]:
         current = state.open_migration(conn)
         last = current or state.last_migration(conn)
         total, _ = catalog.row_counts(conn, names.VECTOR)
-        running = lock.is_held(conn)
+        running = index_lock.is_held(conn)
         out: dict[str, Any] = {
             "space": {"model": space.model, "dims": space.dims},
             "chunks": total,
             "running": running,
-            "running_holder": lock.holder(conn) if running else None,
+            "running_holder": index_lock.holder(conn) if running else None,
             "migration": last.as_dict() if last else None,
             "open": current is not None,
         }

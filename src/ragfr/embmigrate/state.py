@@ -18,7 +18,8 @@ from typing import Any, Literal, cast, get_args
 import psycopg
 from psycopg.rows import dict_row
 
-from ragfr.embmigrate import names
+from ragfr.db import names
+from ragfr.db.catalog import OPEN_MIGRATION
 from ragfr.embmigrate.errors import MigrationStateError
 
 Phase = Literal["backfill", "index", "verify", "ready", "switched", "rolled_back", "finalized"]
@@ -69,8 +70,7 @@ def open_migration(conn: psycopg.Connection) -> Migration | None:
     """The migration in progress (any phase before finalized/rolled_back), or None."""
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(
-            f"SELECT {_COLUMNS} FROM {names.STATE_TABLE}"  # noqa: S608 - constant identifiers only
-            " WHERE phase NOT IN ('rolled_back', 'finalized')"
+            f"SELECT {_COLUMNS} FROM {names.STATE_TABLE} WHERE {OPEN_MIGRATION}"  # noqa: S608 - constants only
         )
         row = cur.fetchone()
     return None if row is None else Migration(**row)

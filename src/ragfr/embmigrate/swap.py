@@ -12,9 +12,8 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from ragfr.db import filter_indexes
+from ragfr.db import ddl, filter_indexes, names
 from ragfr.db.approle import move_column_privileges
-from ragfr.embmigrate import ddl, names
 
 
 def lock_writers(conn: psycopg.Connection) -> None:

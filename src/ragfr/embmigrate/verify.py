@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ragfr.embmigrate import catalog, names
+from ragfr.db import catalog, names, vector_index
 from ragfr.embmigrate.errors import VerificationError
-from ragfr.retrieval import vector_index
 
 K = 10
 _TIE = 1e-6

@@ -25,11 +25,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ragfr import metrics
 from ragfr.db.connect import normalize_dsn, redact
+from ragfr.db.filters import from_mapping
 from ragfr.errors import ConfigError, RagfrError, first_line
 from ragfr.owui.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig, parse_ef_search
-from ragfr.retrieval.filters import from_mapping
 from ragfr.retrieval.hybrid import SearchTimeoutError
 from ragfr.retrieval.types import SearchResult
 

@@ -24,11 +24,11 @@ from psycopg.pq import TransactionStatus
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
+from ragfr.db.filters import Condition, Filters
 from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.retrieval import lexical, semantic
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Condition, Filters
 from ragfr.retrieval.fusion import rrf
 from ragfr.retrieval.rerank import Reranker
 from ragfr.retrieval.types import ArmReport, Hit, SearchResult

@@ -22,9 +22,9 @@ import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
+from ragfr.db.filters import Filters
 from ragfr.retrieval import blockmax, estimate, strategy
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Filters
 from ragfr.retrieval.types import ArmReport
 
 # Collection statistics and idf of each query lexeme, shared by both BM25 statements

@@ -40,11 +40,12 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from ragfr.retrieval import estimate, strategy, vector_index
+from ragfr.db import filter_indexes, vector_index
+from ragfr.db.filters import Filters
+from ragfr.db.vector_index import Precision
+from ragfr.retrieval import estimate, strategy
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Filters
 from ragfr.retrieval.types import ArmReport
-from ragfr.retrieval.vector_index import Precision
 
 # Counts the passing rows (at most the cap) and, when they are few enough, scores them all. One row per
 # scored candidate, or a single row with NULL id when nothing is scored; `n` is on every row. The CTE
@@ -193,18 +194,12 @@ def nearest(
 
 
 # The smallest valid declared filter index whose equality is one of the search's conditions and whose
-# shape (operator class, method) is the shared index's: an index of another precision cannot answer the
-# walk's ORDER BY. reltuples: the rows it held at its build or last VACUUM / ANALYZE.
-_COVERING = """
-SELECT f.index_name, greatest(c.reltuples, 0)::bigint FROM ragfr_filter_index f
-  JOIN pg_class c ON c.oid = to_regclass(f.index_name)
-  JOIN pg_index i ON i.indexrelid = c.oid
-  JOIN pg_index live ON live.indexrelid = to_regclass('idx_document_chunk_vector')
-  JOIN pg_class lc ON lc.oid = live.indexrelid
- WHERE (f.key, f.value) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
-   AND i.indisvalid AND i.indclass[0] = live.indclass[0] AND c.relam = lc.relam
- ORDER BY 2, 1 LIMIT 1
-"""
+# shape is the shared index's (filter_indexes.SAME_SHAPE). reltuples: the rows it held at its build or last
+# VACUUM / ANALYZE.
+_SHAPED = filter_indexes.with_live_shape("JOIN")
+_PAIRS = "(f.key, f.value) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+_COVERING = f"SELECT f.index_name, greatest(c.reltuples, 0)::bigint{_SHAPED} WHERE {_PAIRS} AND i.indisvalid"
+_COVERING += f" AND {filter_indexes.SAME_SHAPE} ORDER BY 2, 1 LIMIT 1"
 
 
 def covering_index(conn: psycopg.Connection[Any], filters: Filters) -> tuple[str, int] | None:

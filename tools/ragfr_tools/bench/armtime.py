@@ -9,9 +9,9 @@ from typing import Any
 
 import psycopg
 
+from ragfr.db.filters import Filters
 from ragfr.retrieval import semantic
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Filters
 
 Ranking = list[tuple[str, float]]
 Arm = Callable[[psycopg.Connection[Any], list[str], Filters, SearchConfig], Ranking]

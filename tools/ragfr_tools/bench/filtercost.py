@@ -23,9 +23,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ragfr.retrieval import semantic, vector_index
+from ragfr.db import vector_index
+from ragfr.db.filters import Condition, Filters
+from ragfr.retrieval import semantic
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Condition, Filters
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES
 from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.stats import load_average, machine

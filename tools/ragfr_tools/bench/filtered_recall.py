@@ -16,9 +16,9 @@ from typing import Any
 
 import psycopg
 
+from ragfr.db.filters import Condition
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Condition
 from ragfr_tools.bench.corpus import COLLECTION
 from ragfr_tools.bench.queries import QuerySet
 from ragfr_tools.bench.recall import literal

@@ -19,9 +19,9 @@ from typing import Any
 import psycopg
 from tqdm import tqdm
 
+from ragfr.db.filters import Condition
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Condition
 from ragfr_tools.bench import owui
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES
 from ragfr_tools.bench.queries import QuerySet

@@ -25,9 +25,9 @@ import numpy as np
 import psycopg
 
 from ragfr.analysis.french import query_terms
+from ragfr.db.filters import Filters
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Filters
 from ragfr_tools.bench.armtime import timed
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, read_piaf
 from ragfr_tools.bench.output import say, write_json

@@ -26,9 +26,9 @@ from typing import Any
 import psycopg
 
 from ragfr.analysis.french import query_terms
+from ragfr.db.filters import Condition, Filters
 from ragfr.retrieval import lexical, strategy
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Condition, Filters
 from ragfr_tools.bench.armtime import Ranking, timed
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES, read_piaf
 from ragfr_tools.bench.output import finish, say

@@ -27,9 +27,9 @@ from psycopg import sql
 
 from ragfr.analysis.french import query_terms
 from ragfr.db.connect import with_database
+from ragfr.db.filters import Filters
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Filters
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, Geometry, read_piaf
 from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.queries import make_queries

@@ -19,10 +19,10 @@ from psycopg import sql
 from tqdm import tqdm
 
 from ragfr.analysis.french import query_terms
+from ragfr.db.filters import Filters
 from ragfr.embed.space import read_space
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Filters
 from ragfr.timing import elapsed_ms
 from ragfr_tools.bench.corpus import COLLECTION
 from ragfr_tools.bench.queries import QuerySet

@@ -18,8 +18,8 @@ import time
 import numpy as np
 import psycopg
 
+from ragfr.db.filters import Condition
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import Condition
 from ragfr.retrieval.hybrid import search
 from ragfr_tools.repo import PIAF_JSON
 

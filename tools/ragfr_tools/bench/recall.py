@@ -23,7 +23,8 @@ import psycopg
 from psycopg import sql
 from tqdm import tqdm
 
-from ragfr.retrieval import hybrid, vector_index
+from ragfr.db import vector_index
+from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.corpus import COLLECTION
 from ragfr_tools.bench.explain import explain_search

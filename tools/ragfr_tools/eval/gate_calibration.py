@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from ragfr.db.connect import connect
+from ragfr.db.filters import from_mapping
 from ragfr.embed import load_embedder
 from ragfr.errors import RagfrError
 from ragfr.eval.beir import load_dataset
 from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
 from ragfr.ingest.chunking import ChunkConfig
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.filters import from_mapping
 from ragfr.retrieval.gate import rrf_thresholds
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.rerank import Reranker, load_reranker

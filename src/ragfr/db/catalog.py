@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ragfr.embmigrate import names
+from ragfr.db import names, vector_index
+from ragfr.db.vector_index import Precision
 from ragfr.errors import DatabaseError
-from ragfr.retrieval import vector_index
-from ragfr.retrieval.vector_index import Precision
+
+# The embedding migration that is open: any phase before its end. At most one row matches (migration 0100).
+OPEN_MIGRATION = "phase NOT IN ('rolled_back', 'finalized')"
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,13 @@ class Index:
     def precision(self) -> Precision:
         """The precision the graph stores: what a nearest-neighbour ORDER BY must cast to to use it."""
         return vector_index.precision_of("halfvec" if self.opclass.startswith("halfvec") else "vector")
+
+
+def open_migration_id(conn: psycopg.Connection) -> int | None:
+    """The number of the open embedding migration, or None. While one is open it owns the vector indexes:
+    `ragfr migrate` and `ragfr filter-index sync` leave them as they are."""
+    row = conn.execute(f"SELECT id FROM {names.STATE_TABLE} WHERE {OPEN_MIGRATION}").fetchone()  # noqa: S608
+    return None if row is None else int(row[0])
 
 
 def require_schema(conn: psycopg.Connection) -> None:

@@ -1,4 +1,4 @@
-"""The gate's rule on hand-made results: recall@10 and nDCG@10 are judged separately."""
+"""The quality regression check's rule on hand-made results: recall@10 and nDCG@10 are judged separately."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragfr.errors import ConfigError
-from ragfr.eval.gate import check, update
+from ragfr.eval.regression import check, update
 
 BASE = {
     "tolerance": {"recall@10": 0.01, "ndcg@10": 0.02},

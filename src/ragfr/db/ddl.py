@@ -18,11 +18,11 @@ from typing import TypeVar
 import psycopg
 from psycopg import sql
 
+from ragfr import stop
+from ragfr.db import names, vector_index
+from ragfr.db.catalog import Index
 from ragfr.db.locks import relation_holders
-from ragfr.embmigrate import names, stop
-from ragfr.embmigrate.catalog import Index
 from ragfr.errors import ConfigError, DatabaseError
-from ragfr.retrieval import vector_index
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

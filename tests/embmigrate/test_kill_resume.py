@@ -47,7 +47,7 @@ def _wait_for_backends_gone(dsn: str, timeout: float = 20.0) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         while time.monotonic() < deadline:
             row = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragfr-embeddings'"
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'ragfr embeddings%'"
             ).fetchone()
             if row == (0,):
                 return
@@ -167,7 +167,7 @@ def test_a_connection_lost_mid_backfill_is_one_line_and_the_rerun_resumes(source
             if done and done[0] > 0:
                 break
             time.sleep(0.1)
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ragfr-embeddings'")
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'ragfr embeddings%'")
     _, err = child.communicate(timeout=120)
     assert child.returncode == 2 and "Traceback" not in err, err
     assert "ragfr: error: lost the database connection" in err and "re-run the same command to resume" in err

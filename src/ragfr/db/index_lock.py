@@ -17,8 +17,9 @@ from ragfr.db import names
 from ragfr.errors import DatabaseError
 
 COMMAND_PREFIX = "ragfr "
-WAIT_ADVICE = ("run this command again once it has finished or been stopped (Ctrl-C or kill -TERM where it runs: "
-               "an embedding migration stops after its batch in flight; `ragfr embeddings status` follows one)")
+WAIT_ADVICE = ("if it is an embedding migration, follow it with `ragfr embeddings status`; run this command again "
+               "once it has finished or been stopped (Ctrl-C or kill -TERM where it runs: a migration stops after "
+               "its batch in flight)")
 
 
 class IndexLockBusy(DatabaseError):

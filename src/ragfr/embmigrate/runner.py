@@ -55,7 +55,8 @@ class MigrateOptions(MigrationSettings):
 def open_connection(dsn: str) -> psycopg.Connection:
     """Autocommit session (transactions are explicit, CREATE INDEX CONCURRENTLY needs none open)."""
     conn = connect(dsn, autocommit=True)
-    conn.execute("SET application_name = 'ragfr-embeddings'")
+    # What pg_stat_activity shows; `ragfr embeddings <verb>` while the command holds the vector-index lock.
+    conn.execute("SET application_name = 'ragfr embeddings'")
     # A killed migrator's backend must stop too, not finish a long index build nobody will use.
     conn.execute("SET client_connection_check_interval = '1s'")
     return conn

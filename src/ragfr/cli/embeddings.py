@@ -6,9 +6,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragfr.cli.common import add_dsn, require_dsn
+
+if TYPE_CHECKING:
+    from ragfr.embmigrate.runner import Status
 
 RUNBOOK = "docs/runbooks/embedding-migration.md"
 # `migrate --dry-run` when the real run would refuse or stop (another migrator running, another target
@@ -207,54 +210,33 @@ def run_status(args: argparse.Namespace) -> int:
 
     report = status(require_dsn(args))
     if args.json:
-        print(json.dumps(report, indent=2, default=str))
+        print(json.dumps(report.as_dict(), indent=2, default=str))
         return 0
     print(format_status(report))
     return 0
 
 
-def format_status(report: dict[str, Any]) -> str:
-    space = report["space"]
-    lines = [f"embedding space: {space['model']} ({space['dims']} dims), {report['chunks']} chunk(s)"]
-    lines.append("migrator running: " + (f"yes ({report['running_holder']})" if report["running"] else "no"))
-    mig = report["migration"]
+def format_status(report: Status) -> str:
+    lines = [f"embedding space: {report.space_model} ({report.space_dims} dims), {report.chunks} chunk(s)",
+             "migrator running: " + (f"yes ({report.running_holder})" if report.running else "no")]
+    mig = report.migration
     if mig is None:
         lines.append("no embedding migration has ever run")
         return "\n".join(lines)
-    head = "open migration" if report["open"] else "last migration"
-    lines.append(
-        f"{head} #{mig['id']}: {mig['from_model']} ({mig['from_dims']}) -> {mig['to_model']} ({mig['to_dims']}), "
-        f"phase {mig['phase']}"
-    )
-    lines.append(f"  rows embedded {mig['rows_embedded']} in {mig['batches']} batch(es); "
-                 f"re-embedded for the old space {mig['rows_reembedded_old']}")
-    if mig["recall_at_10"] is not None:
-        lines.append(f"  verified recall@10 {mig['recall_at_10']:.3f} over {mig['recall_sample']} queries")
-    if report["open"]:
-        lines.append(f"  pending ({report['pending_column']} still NULL): {report['pending']}")
-        for key in ("index_next", "index_prev"):
-            if report.get(key):
-                idx = report[key]
-                lines.append(f"  index {idx['name']}: {'valid' if idx['valid'] else 'INVALID (rebuilt on resume)'}")
-        lines.append(f"  next: {next_step(report)}")
+    head = "open migration" if report.open else "last migration"
+    lines.append(f"{head} #{mig.id}: {mig.from_model} ({mig.from_dims}) -> {mig.to_model} ({mig.to_dims}), "
+                 f"phase {mig.phase}")
+    lines.append(f"  rows embedded {mig.rows_embedded} in {mig.batches} batch(es); "
+                 f"re-embedded for the old space {mig.rows_reembedded_old}")
+    if mig.recall_at_10 is not None:
+        lines.append(f"  verified recall@10 {mig.recall_at_10:.3f} over {mig.recall_sample} queries")
+    if report.open:
+        lines.append(f"  pending ({report.pending_column} still NULL): {report.pending}")
+        for idx in (report.index_next, report.index_prev):
+            if idx is not None:
+                lines.append(f"  index {idx.name}: {'valid' if idx.valid else 'INVALID (rebuilt on resume)'}")
+        lines.append(f"  next: {report.next_action()}")
     return "\n".join(lines)
-
-
-def next_step(report: dict[str, Any]) -> str:
-    """What to run now; never a command the current state would refuse (a running migrator refuses all)."""
-    mig = report["migration"]
-    if report["running"]:
-        return ("a migrator is running: wait for it (`ragfr embeddings status` again), or stop it with Ctrl-C / "
-                "kill -TERM on its host (it stops after its batch in flight); any other migrate, rollback or finalize "
-                "is refused meanwhile")
-    resume = f"`ragfr embeddings migrate --to {mig['to_model']}`"
-    return {
-        "backfill": f"{resume} to resume (or `ragfr embeddings rollback` to abandon)",
-        "index": f"{resume} to resume (or `ragfr embeddings rollback` to abandon)",
-        "verify": f"{resume} to resume (or `ragfr embeddings rollback` to abandon)",
-        "ready": f"{resume} (without --no-switch) to switch (or `ragfr embeddings rollback` to abandon)",
-        "switched": "`ragfr embeddings finalize` to drop the old vectors, or `ragfr embeddings rollback`",
-    }[mig["phase"]]
 
 
 def run_rollback(args: argparse.Namespace) -> int:

@@ -95,7 +95,8 @@ def plan(opts: MigrateOptions) -> Plan:
         return Plan(lines)
 
 
-_ORDER = ("prepare", "backfill", "index", "verify", "ready")
+# The dry run's numbered steps: "prepare" (before the row exists), then the phases before the switch.
+_ORDER: tuple[str, ...] = ("prepare", *state.BEFORE_SWITCH)
 
 
 def _steps(phase: str, todo: int, dims: int, target: str, opts: MigrateOptions) -> list[str]:

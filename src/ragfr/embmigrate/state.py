@@ -1,12 +1,15 @@
 """The migration's row in `ragfr_embedding_migration`: which spaces, which phase, how far.
 
-Phases, in order (each change is committed together with the work it records):
+The phases and the moves between them are ONE table, TRANSITIONS; set_phase refuses any other move, and
+the open phases, the phases before the switch and the order the dry run lists are read from it. Each change
+is committed together with the work it records:
   backfill  shadow column + guard trigger exist; vectors of the new model are being written
   index     every row had a new vector once; the HNSW index on the shadow column is being built
   verify    index built; catching up rows written meanwhile, then completeness and recall checks
-  ready     verified; waiting for the switch (`--no-switch` stops here)
+  ready     verified; waiting for the switch (`--no-switch` stops here); a resumed run verifies again
   switched  `vector` IS the new space; the old one is kept as vector_prev
   rolled_back / finalized  terminal: the row stays as history
+Migration 0100's CHECK constraint lists the same seven names (tests/embmigrate/test_state_table.py).
 """
 
 from __future__ import annotations
@@ -24,8 +27,19 @@ from ragfr.embmigrate.errors import MigrationStateError
 
 Phase = Literal["backfill", "index", "verify", "ready", "switched", "rolled_back", "finalized"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
-OPEN_PHASES = PHASES[:5]
-BEFORE_SWITCH = PHASES[:4]
+# phase -> the phases set_phase may move it to. A phase with no way out is terminal.
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    "backfill": frozenset({"index", "rolled_back"}),
+    "index": frozenset({"verify", "rolled_back"}),
+    "verify": frozenset({"ready", "rolled_back"}),
+    "ready": frozenset({"ready", "switched", "rolled_back"}),
+    "switched": frozenset({"rolled_back", "finalized"}),
+    "rolled_back": frozenset(),
+    "finalized": frozenset(),
+}
+OPEN_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if TRANSITIONS[p])
+# Before the switch the live `vector` is untouched: rollback only drops the shadow.
+BEFORE_SWITCH: tuple[Phase, ...] = tuple(p for p in OPEN_PHASES if p != "switched")
 
 
 def parse_phase(value: str) -> Phase:
@@ -97,8 +111,10 @@ def create(conn: psycopg.Connection, from_model: str, from_dims: int, to_model: 
 
 
 def set_phase(conn: psycopg.Connection, migration_id: int, phase: Phase, **extra: Any) -> None:
-    """Move to `phase` (plus optional columns, e.g. recall_at_10) in the caller's transaction."""
+    """Move to `phase` (plus optional columns, e.g. recall_at_10) in the caller's transaction; a move
+    TRANSITIONS does not list raises MigrationStateError and changes nothing."""
     parse_phase(phase)
+    sources = [p for p, targets in TRANSITIONS.items() if phase in targets]
     assignments = ["phase = %s", "updated_at = now()"] + [f"{k} = %s" for k in extra if k in _SETTABLE]
     values = [phase] + [v for k, v in extra.items() if k in _SETTABLE]
     if phase == "ready":
@@ -107,10 +123,15 @@ def set_phase(conn: psycopg.Connection, migration_id: int, phase: Phase, **extra
         assignments.append("switched_at = now()")
     if phase in ("rolled_back", "finalized"):
         assignments.append("finished_at = now()")
-    conn.execute(
-        f"UPDATE {names.STATE_TABLE} SET {', '.join(assignments)} WHERE id = %s",  # noqa: S608
-        (*values, migration_id),
-    )
+    moved = conn.execute(
+        f"UPDATE {names.STATE_TABLE} SET {', '.join(assignments)} WHERE id = %s AND phase = ANY(%s)"  # noqa: S608
+        " RETURNING 1",
+        (*values, migration_id, sources),
+    ).fetchone()
+    if moved is None:
+        row = conn.execute(f"SELECT phase FROM {names.STATE_TABLE} WHERE id = %s", (migration_id,)).fetchone()  # noqa: S608
+        where = f"phase {row[0]}" if row else "no such migration"
+        raise MigrationStateError(f"migration #{migration_id}: cannot move to {phase} from {where}")
 
 
 _SETTABLE = frozenset({"recall_at_10", "recall_sample"})

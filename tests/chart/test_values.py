@@ -95,3 +95,13 @@ def test_rejected_values_give_a_readable_error(values: dict[str, Any], expected:
     message = error_line(values)
     assert expected in message, message
     assert "goroutine" not in message and "panic" not in message
+
+
+def test_ragfr_migrate_defaults_to_the_charts_embedding_model() -> None:
+    # A space made by hand with `ragfr migrate` and no --embedding-model must be one the chart's Job and
+    # wait-for-schema accept (`--embedding-model ollama:<embedding.model>`), not an untagged bge-m3 they refuse.
+    from ragfr.db import migrate
+
+    values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+    assert migrate.DEFAULT_MODEL == f"ollama:{values['embedding']['model']}"
+    assert migrate.DEFAULT_DIMS == values["embedding"]["dims"]

@@ -26,11 +26,11 @@ what it does:
   declared filters' indexes that do not have the live index's precision.
 
 examples:
-  ragfr migrate --dsn "$DATABASE_URL"                                  # bge-m3, 1024 dims
+  ragfr migrate                                    # DATABASE_URL from the environment; bge-m3:567m, 1024 dims
   ragfr migrate --dsn "$DATABASE_URL" --dims 384 --embedding-model local:multilingual-e5-small
   ragfr migrate --dsn "$DATABASE_URL" --app-role ragfr_app
                        # then grant ragfr_app exactly what Open WebUI needs (DML on document_chunk, SELECT)
-  ragfr migrate --wait --timeout 600 --embedding-model ollama:bge-m3 --dims 1024
+  ragfr migrate --wait --timeout 600 --embedding-model ollama:bge-m3:567m --dims 1024
                        # init container: block until migrated, refuse a pod configured for another space
 """
 
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--embedding-model",
         metavar="SPEC",
-        help="embedder spec of the space, e.g. ollama:bge-m3 (default), local:multilingual-e5-small",
+        help="embedder spec of the space: ollama:bge-m3:567m (default, the chart's), local:multilingual-e5-small, ...",
     )
     p.add_argument("--vector-index", choices=["halfvec", "vector"], default=None,
                    help="precision of the HNSW index: halfvec or vector (full precision); rebuilt "

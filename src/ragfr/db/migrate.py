@@ -31,7 +31,8 @@ from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 log = logging.getLogger(__name__)
 
 DEFAULT_DIMS = 1024
-DEFAULT_MODEL = "ollama:bge-m3"
+# The chart's embedding.model: a space made by hand without --embedding-model is one the chart's Job accepts.
+DEFAULT_MODEL = "ollama:bge-m3:567m"
 RUNBOOK = "docs/runbooks/embedding-migration.md"
 # pg_advisory_lock key shared by every `ragfr migrate` on a database ("ragfr" in ASCII, as an int).
 LOCK_KEY = 0x7261_6766_72

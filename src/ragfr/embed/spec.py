@@ -18,7 +18,7 @@ LOCAL_MODELS: dict[str, int] = {
 _OLLAMA_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/]*(:[A-Za-z0-9._\-]+)?$")
 
 VALID_FORMS = (
-    "ollama:MODEL (e.g. ollama:bge-m3), "
+    "ollama:MODEL (e.g. ollama:bge-m3:567m), "
     + ", ".join(f"local:{name} ({dims} dims)" for name, dims in LOCAL_MODELS.items())
 )
 

@@ -136,3 +136,11 @@ def test_every_example_file_named_in_the_docs_exists() -> None:
                                               ("backup.serverName", False)])
 def test_the_schema_walk(path: str, known: bool) -> None:
     assert schema_has(path.split(".")) is known
+
+
+def test_no_password_on_a_documented_command_line() -> None:
+    # A password in argv is readable by every user of the machine (`ps`); ragfr takes DATABASE_URL and libpq
+    # PGPASSWORD from the environment, so `--dsn "$DATABASE_URL"` is both redundant and a leak.
+    leaky = re.compile(r"--dsn\s+\S*(?:\$DATABASE_URL|\$\{DATABASE_URL\}|://[^/@\s:]+:[^/@\s]+@)")
+    wrong = [f"{where}:{n}: {text.strip()}" for where, n, text in code_lines() if leaky.search(text)]
+    assert not wrong, "commands that put a password on the command line:\n" + "\n".join(wrong)

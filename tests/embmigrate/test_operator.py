@@ -241,3 +241,46 @@ def test_a_zero_column_terminal_gets_lines_and_no_blank_line(source_db: Callable
     text = output.decode().replace("\r\n", "\n")
     assert "\n\n" not in text and not text.startswith("\n") and "\r" not in text, repr(text)
     assert f"backfill {TARGET}: 10/10 chunk(s)" in text
+
+
+def test_dry_run_refusals_of_the_target_model_exit_4(source_db: Callable[[int], str], capsys,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 28's runbook walk: --dims the model contradicts, or a model server that does not answer, is what a
+    # real run would refuse: the documented dry-run exit 4 ("a real run would refuse"), not a usage error 2.
+    dsn = source_db(4)
+    before = snapshot(dsn)
+    rc, out, err = _cli(capsys, "migrate", "--dsn", dsn, "--to", TARGET, "--dims", "512", "--dry-run")
+    assert rc == 4, (out, err)
+    assert "a real run would refuse: --dims 512 disagrees with local:multilingual-e5-small" in out
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens there: refused at once
+    rc, out, err = _cli(capsys, "migrate", "--dsn", dsn, "--to", "ollama:bge-m3:567m", "--dry-run")
+    assert rc == 4 and "a real run would refuse: " in out, (out, err)
+    assert snapshot(dsn) == before
+
+
+def test_the_dry_run_measures_at_the_priority_of_the_run(source_db: Callable[[int], str], capsys,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run lowers its priority (--nice 10) before embedding; a dry run measured before that estimated
+    # 10.1 chunks/s for a run that did 1.8-4.7 on a busy machine. os.nice is recorded, not applied: pytest's
+    # own process must keep its priority.
+    from ragfr.embmigrate import plan as plan_module
+
+    calls: list[str] = []
+    monkeypatch.setattr(os, "nice", lambda n: calls.append(f"nice {n}") or n)
+    real_plan = plan_module.plan
+    monkeypatch.setattr(plan_module, "plan", lambda opts: (calls.append("plan"), real_plan(opts))[1])
+    rc, out, _ = _cli(capsys, "migrate", "--dsn", source_db(4), "--to", TARGET, "--dry-run", "--nice", "7")
+    assert rc == 0 and "measured embedding rate" in out
+    assert calls == ["nice 7", "plan"]
+
+
+def test_resume_hints_repeat_the_options_given(capsys) -> None:
+    from ragfr.embmigrate.runner import MigrateOptions
+
+    opts = MigrateOptions(to=TARGET, dims=384, batch=16, no_switch=True, dsn="postgresql://u:secret@h/db",
+                          dsn_given=True)
+    assert opts.command() == f"{CMD} migrate --to {TARGET} --dims 384 --batch 16 --no-switch --dsn …"
+    assert opts.command(ef_search=80).endswith("--no-switch --ef-search 80 --dsn …")
+    assert "secret" not in opts.command()
+    plain = MigrateOptions(to=TARGET, dsn="postgresql://h/db")
+    assert plain.command() == f"{CMD} migrate --to {TARGET}"

@@ -45,11 +45,11 @@ exit status: 0 done (or nothing to do), 2 bad input or refused, {DRY_RUN_REFUSED
   would refuse or stop (the reason is printed), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP.
 
 examples:
-  ragfr embeddings migrate --dsn "$DATABASE_URL" --to local:multilingual-e5-small --dry-run
-  ragfr embeddings migrate --dsn "$DATABASE_URL" --to local:multilingual-e5-small --dims 384
-  ragfr embeddings status --dsn "$DATABASE_URL"
-  ragfr embeddings rollback --dsn "$DATABASE_URL"        # or: finalize
-  ragfr embeddings k8s --namespace rag --release ragfr --to ollama:nomic-embed-text --dry-run
+  ragfr embeddings migrate --to local:multilingual-e5-small --dry-run
+  ragfr embeddings migrate --to local:multilingual-e5-small --dims 384
+  ragfr embeddings status
+  ragfr embeddings rollback        # or: finalize
+  ragfr embeddings k8s --namespace ragfr --release ragfr --to ollama:nomic-embed-text --dry-run
 """
 
 
@@ -165,7 +165,8 @@ def _say(message: str) -> None:
 def _options(args: argparse.Namespace, dsn: str) -> Any:
     from ragfr.embmigrate.runner import MigrateOptions
 
-    return MigrateOptions.from_args(args, dsn=dsn, progress=not args.no_progress, progress_every=args.progress_every)
+    return MigrateOptions.from_args(args, dsn=dsn, progress=not args.no_progress, progress_every=args.progress_every,
+                                    dsn_given=args.dsn is not None and args.dsn != os.environ.get("DATABASE_URL"))
 
 
 def _budget(args: argparse.Namespace) -> Any:
@@ -184,6 +185,10 @@ def _space_hook(args: argparse.Namespace) -> Any:
 
 def run_migrate(args: argparse.Namespace) -> int:
     opts = _options(args, require_dsn(args))
+    if args.nice:
+        # The embedder (in this process when the model is local) is what competes with searches for CPU. Set
+        # before a dry run too: its measured rate is then the rate at the priority the run will have.
+        os.nice(max(0, min(args.nice, 19)))
     if args.dry_run:
         from ragfr.embmigrate.plan import plan
 
@@ -197,9 +202,6 @@ def run_migrate(args: argparse.Namespace) -> int:
         from ragfr.embmigrate.k8s.openwebui import owui_model
 
         owui_model(args.to)  # a target Open WebUI cannot use is refused before anything changes
-    if args.nice:
-        # The embedder (in this process when the model is local) is what competes with searches for CPU.
-        os.nice(max(0, min(args.nice, 19)))
     hook = _space_hook(args)
     with stop_on_signals():
         return migrate(opts, _say, on_switch=hook)

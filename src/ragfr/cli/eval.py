@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
         epilog=(
             "examples:\n"
-            "  ragfr eval --dsn $DATABASE_URL --dataset eval/golden --embedder local:multilingual-e5-small\n"
+            "  ragfr eval --dataset eval/golden --embedder local:multilingual-e5-small\n"
             "  ragfr eval --dataset .cache/piaf --limit-queries 2000 --seed 1 --json --out piaf.jsonl\n"
             "  ragfr eval --dataset eval/golden --baseline eval/baselines.json --suite golden   # CI gate\n\n"
             "exit status: 0 done (and gate passed), 1 gate failed, 2 bad input or setup"

@@ -59,7 +59,7 @@ of the document text), chunk_index, start_index (character offset), doc_id (.jso
 embedding_config, plus each --meta. Filters of `ragfr search --filter` apply to these keys.
 
 examples:
-  ragfr ingest --dsn "$DATABASE_URL" --collection contrats docs/contrats/
+  ragfr ingest --collection contrats docs/contrats/
   ragfr ingest --collection faq --meta lang=fr --meta year:=2024 faq.jsonl
   ragfr ingest --collection cg --embedder local:multilingual-e5-small --chunk-size 600 --chunk-overlap 80 cg.pdf
 """

@@ -27,8 +27,8 @@ what it does:
 
 examples:
   ragfr migrate                                    # DATABASE_URL from the environment; bge-m3:567m, 1024 dims
-  ragfr migrate --dsn "$DATABASE_URL" --dims 384 --embedding-model local:multilingual-e5-small
-  ragfr migrate --dsn "$DATABASE_URL" --app-role ragfr_app
+  ragfr migrate --dims 384 --embedding-model local:multilingual-e5-small
+  ragfr migrate --app-role ragfr_app
                        # then grant ragfr_app exactly what Open WebUI needs (DML on document_chunk, SELECT)
   ragfr migrate --wait --timeout 600 --embedding-model ollama:bge-m3:567m --dims 1024
                        # init container: block until migrated, refuse a pod configured for another space

@@ -22,6 +22,7 @@ from ragfr.embmigrate.runner import (
     open_elsewhere,
     preflight,
 )
+from ragfr.errors import RagfrError
 
 RATE_SAMPLE = 32
 # HNSW element overhead besides the vector: 2*m layer-0 neighbour TIDs (6 bytes) + headers, m=16.
@@ -61,7 +62,10 @@ def plan(opts: MigrateOptions) -> Plan:
         problems = preflight(conn) if current is None else []
         if problems:
             return Plan([*lines, *(f"a real run would refuse: {p}" for p in problems)], refused=True)
-        embedder, dims = load_target(opts.to, opts.dims, opts.batch)
+        try:
+            embedder, dims = load_target(opts.to, opts.dims, opts.batch)
+        except RagfrError as exc:  # an unreachable model server, --dims the model contradicts, ...
+            return Plan([*lines, f"a real run would refuse: {exc}"], refused=True)
         if current is not None and current.to_dims != dims:
             return Plan([*lines, f"a real run would refuse: the open migration expects {current.to_dims}-dim "
                          f"vectors from {target}, which now returns {dims}; `{CMD} rollback`, then start again"],

@@ -42,14 +42,16 @@ class MigrateOptions(MigrationSettings):
     dsn: str
     progress: bool = True
     progress_every: int = DEFAULT_EVERY
+    dsn_given: bool = False  # --dsn on the command line, not DATABASE_URL: a resume hint must say to repeat it
 
     @property
     def budget(self) -> LockBudget:
         return LockBudget(self.lock_timeout, self.lock_wait)
 
-    def command(self) -> str:
-        """The command that resumes this migration, for messages."""
-        return f"ragfr embeddings migrate --to {self.to}"
+    def command(self, **change: Any) -> str:
+        """The command that resumes this migration, with the options this run was given (and `change`)."""
+        dsn = " --dsn …" if self.dsn_given else ""  # the same DSN; never echoed (it may hold a password)
+        return " ".join(["ragfr embeddings migrate", *self.given_args(**change)]) + dsn
 
 
 def open_connection(dsn: str) -> psycopg.Connection:
@@ -334,7 +336,7 @@ def _verify(
     if recall.mean < opts.min_recall:
         raise VerificationError(
             f"HNSW recall@10 {recall.mean:.3f} is below --min-recall {opts.min_recall}; re-run "
-            f"`{opts.command()} --ef-search {min(opts.ef_search * 2, 1000)}` (or `{CMD} rollback` to abandon)"
+            f"`{opts.command(ef_search=min(opts.ef_search * 2, 1000))}` (or `{CMD} rollback` to abandon)"
         )
     with conn.transaction():
         state.set_phase(

@@ -4,7 +4,7 @@ a Job that `ragfr embeddings k8s` creates, which runs the same command from `cli
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Self
 
 
@@ -25,6 +25,20 @@ class MigrationSettings:
     def from_args(cls, args: argparse.Namespace, **extra: Any) -> Self:
         """The settings parsed by the CLI (its options carry the same names), plus the subclass's own."""
         return cls(**{f.name: getattr(args, f.name) for f in fields(MigrationSettings)}, **extra)
+
+    def given_args(self, **change: Any) -> list[str]:
+        """The options that differ from the defaults (after `change`), as the operator would type them: what a
+        resume hint repeats, so the resumed run has the settings of the interrupted one."""
+        settings = replace(self, **change)
+        defaults = MigrationSettings(to=self.to)
+        out = ["--to", self.to]
+        for f in fields(MigrationSettings):
+            value = getattr(settings, f.name)
+            if f.name == "to" or value == getattr(defaults, f.name):
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            out += [flag] if value is True else [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        return out
 
     def cli_args(self) -> list[str]:
         """`ragfr embeddings migrate` options that reproduce these settings."""

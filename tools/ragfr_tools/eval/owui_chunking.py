@@ -5,7 +5,7 @@ own splitter with the settings file's CHUNK_SIZE / CHUNK_OVERLAP (charts/ragfr/f
 This runs the same evaluation (`ragfr.eval.runner.run_eval`, same configurations, metrics and report) on
 a collection chunked by Open WebUI's splitter, run in .venv-owui (owui_split.py):
 
-    python -m ragfr_tools.eval.owui_chunking --dsn "$DATABASE_URL" --dataset eval/golden \\
+    python -m ragfr_tools.eval.owui_chunking --dataset eval/golden \\
         --embedder local:multilingual-e5-small [--config ragfr-hybrid] [--limit-queries N --seed S] [--json]
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -71,7 +72,8 @@ class OpenWebUISplitter:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ragfr_tools.eval.owui_chunking", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dsn", required=True)
+    p.add_argument("--dsn", default=os.environ.get("DATABASE_URL"),
+                   help="PostgreSQL URL (default: $DATABASE_URL, which keeps a password out of `ps`)")
     p.add_argument("--dataset", required=True, type=Path)
     p.add_argument("--embedder", default="local:multilingual-e5-small")
     p.add_argument("--config", action="append", help="configuration(s) to run (default: all)")
@@ -80,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
+    if not args.dsn:
+        p.error("no database: pass --dsn or set DATABASE_URL")
     from ragfr.db.connect import connect
     from ragfr.embed import load_embedder
     from ragfr.eval.beir import load_dataset

@@ -144,3 +144,13 @@ def test_no_password_on_a_documented_command_line() -> None:
     leaky = re.compile(r"--dsn\s+\S*(?:\$DATABASE_URL|\$\{DATABASE_URL\}|://[^/@\s:]+:[^/@\s]+@)")
     wrong = [f"{where}:{n}: {text.strip()}" for where, n, text in code_lines() if leaky.search(text)]
     assert not wrong, "commands that put a password on the command line:\n" + "\n".join(wrong)
+
+
+def test_every_namespace_in_the_docs_is_the_same() -> None:
+    # One namespace in every command, as the install guide creates it: copying a runbook's command into
+    # another namespace's shell is how a restore or a migration reaches the wrong release.
+    named = [(where, n, ns) for where, n, text in code_lines()
+             for ns in re.findall(r"(?:\s-n|--namespace|--k8s-namespace)[ =]([a-z][a-z0-9-]*)", text)]
+    assert len(named) > 20, "the scan found almost no namespaces: is the pattern still right?"
+    wrong = [f"{where}:{n}: {ns}" for where, n, ns in named if ns != "ragfr"]
+    assert not wrong, "commands in another namespace than ragfr:\n" + "\n".join(wrong)

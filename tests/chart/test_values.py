@@ -39,12 +39,16 @@ def test_every_value_is_described_by_the_schema() -> None:
     assert not missing, f"values without a schema entry: {missing}"
 
 
+# Objects with named keys that still accept others: `global` receives a parent chart's globals (helm/helm#10392).
+OPEN_OBJECTS = {".global"}
+
+
 def test_every_schema_property_has_a_description_and_closed_objects() -> None:
     def walk(node: dict[str, Any], path: str) -> None:
         for key, sub in node.get("properties", {}).items():
             where = f"{path}.{key}"
             assert sub.get("description"), f"{where} has no description"
-            if "properties" in sub:
+            if "properties" in sub and where not in OPEN_OBJECTS:
                 assert sub.get("additionalProperties") is False, f"{where} accepts unknown keys"
             walk(sub, where)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.chart import error_line, normalized, render
+from tests.support.chart import error_line, example_values, normalized, one, pod_specs, render
 
 
 def test_parent_chart_globals_and_the_enabled_condition_are_accepted() -> None:
@@ -12,3 +12,19 @@ def test_parent_chart_globals_and_the_enabled_condition_are_accepted() -> None:
     assert normalized(render(values)) == normalized(render({"global": {"imageRegistry": "registry.internal:5000"}}))
     # Only `global` is open: a typo elsewhere is still refused.
     assert "additional properties 'enabeld' not allowed" in error_line({"enabeld": True})
+
+
+def test_image_pull_secrets_take_names_and_name_objects_on_every_pod() -> None:
+    docs = render({"global": {"imagePullSecrets": [{"name": "regcred"}, "mirror"]}})
+    specs = list(pod_specs(docs))
+    assert specs
+    for obj, spec in specs:
+        assert spec["imagePullSecrets"] == [{"name": "regcred"}, {"name": "mirror"}], obj["metadata"]["name"]
+    cluster = one(render({**example_values("cnpg"),
+                          "global": {"imagePullSecrets": [{"name": "regcred"}]}}), "Cluster", "")
+    assert cluster["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+
+
+def test_image_pull_secrets_refuse_objects_without_a_name() -> None:
+    assert "/global/imagePullSecrets/0" in error_line({"global": {"imagePullSecrets": [{"secret": "regcred"}]}})
+    assert "/global/imagePullSecrets/0" in error_line({"global": {"imagePullSecrets": [""]}})

@@ -78,9 +78,16 @@ A "latest" tag is refused: every image in a release must be reproducible.
 automountServiceAccountToken: false
 {{- with .Values.global.imagePullSecrets }}
 imagePullSecrets:
-{{- range . }}
-  - name: {{ . }}
+  {{- include "ragfr.imagePullSecrets" . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/* global.imagePullSecrets as a list of {name:} objects: each item is a Secret name or, as in other charts,
+     {name: ...}. */}}
+{{- define "ragfr.imagePullSecrets" -}}
+{{- range $i, $s := . }}
+{{- if $i }}{{ "\n" }}{{ end -}}
+- name: {{ if kindIs "map" $s }}{{ $s.name | quote }}{{ else }}{{ $s | quote }}{{ end }}
 {{- end }}
 {{- end -}}
 

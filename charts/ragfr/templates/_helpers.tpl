@@ -40,7 +40,8 @@ app.kubernetes.io/part-of: ragfr
 {{- end -}}
 
 {{/*
-Image reference: [global.imageRegistry/]repository:tag, the tag defaulting to the chart appVersion.
+Image reference: [global.imageRegistry/]repository:tag, the tag defaulting to the chart appVersion; the
+registry, when set, replaces the repository's own registry part.
 A "latest" tag is refused: every image in a release must be reproducible.
 */}}
 {{- /* An image's tag value: TAG, TAG@sha256:<64 hex> (the tag for people, the digest for the runtime, which
@@ -62,6 +63,15 @@ A "latest" tag is refused: every image in a release must be reproducible.
 {{- end -}}
 {{- $repo := .image.repository -}}
 {{- with .root.Values.global.imageRegistry -}}
+{{- /* Bitnami's way: the mirror replaces the registry part (docker.io/ollama/ollama -> REG/ollama/ollama,
+     ghcr.io/open-webui/open-webui -> REG/open-webui/open-webui); a repository without one gets it prepended
+     (ragfr/ragdb -> REG/ragfr/ragdb). A registry part is a first path component with a "." or ":", or
+     "localhost" (the rule docker and containerd apply). */ -}}
+{{- $parts := splitList "/" $repo -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repo = join "/" (rest $parts) -}}
+{{- end -}}
 {{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
 {{- end -}}
 {{- $repo -}}{{- with $tag -}}:{{ . }}{{- end -}}{{- with $digest -}}@{{ . }}{{- end -}}

@@ -51,3 +51,48 @@ def test_image_registry_moves_open_webui_off_ghcr_and_leaves_references_alone_wi
     assert all(i.startswith("registry.internal:5000/") and "ghcr.io" not in i for i in images), images
     default = {c["image"] for _, spec in pod_specs(render()) for _, c in containers(spec)}
     assert "ghcr.io/open-webui/open-webui:v0.12.4" in default and "ollama/ollama:0.12.10" in default
+
+
+WORKLOADS = {"ragdb": ("StatefulSet", "-ragdb"), "ollama": ("Deployment", "-ollama"),
+             "openwebui": ("Deployment", "-openwebui"), "redis": ("Deployment", "-redis"),
+             "migrations": ("Job", "-migrate-1"), "backup": ("CronJob", "-backup")}
+
+
+def _pod_spec(doc: dict) -> dict:  # type: ignore[type-arg]
+    if doc["kind"] == "CronJob":
+        return doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]  # type: ignore[no-any-return]
+    return doc["spec"]["template"]["spec"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_priority_class_and_spread_per_workload(workload: str) -> None:
+    spread = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}
+    values: dict = {"redis": {"enabled": True}, "backup": {"enabled": True}}  # type: ignore[type-arg]
+    values.setdefault(workload, {}).update(priorityClassName="ragfr-high", topologySpreadConstraints=[spread])
+    docs = render(values)
+    kind, suffix = WORKLOADS[workload]
+    spec = _pod_spec(one(docs, kind, suffix))
+    assert spec["priorityClassName"] == "ragfr-high"
+    (constraint,) = spec["topologySpreadConstraints"]
+    # The workload's own pods: its selector labels, which its pod template carries.
+    selector = constraint.pop("labelSelector")["matchLabels"]
+    assert constraint == spread
+    template = one(docs, kind, suffix)
+    labels = (template["spec"]["jobTemplate"]["spec"]["template"] if kind == "CronJob"
+              else template["spec"]["template"])["metadata"]["labels"]
+    assert selector.items() <= labels.items() and "app.kubernetes.io/component" in selector
+    # No other workload changes.
+    for other, (k, s) in WORKLOADS.items():
+        if other != workload:
+            assert not {"priorityClassName", "topologySpreadConstraints"} & _pod_spec(one(docs, k, s)).keys(), other
+
+
+def test_scheduling_is_absent_by_default_and_an_explicit_label_selector_is_kept() -> None:
+    docs = render({"redis": {"enabled": True}, "backup": {"enabled": True}})
+    for kind, suffix in WORKLOADS.values():
+        assert not {"priorityClassName", "topologySpreadConstraints"} & _pod_spec(one(docs, kind, suffix)).keys()
+    spec = _pod_spec(one(render(example_values("conventions")), "Deployment", "-openwebui"))
+    assert spec["topologySpreadConstraints"][0]["labelSelector"] == {
+        "matchLabels": {"app.kubernetes.io/component": "openwebui"}}
+    assert "at '/ollama/topologySpreadConstraints/0'" in error_line(
+        {"ollama": {"topologySpreadConstraints": [{"maxSkew": 1}]}})

@@ -13,11 +13,10 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 
-import psycopg
 import pytest
 from tests.support.paths import REPO
 
-from ragfr.db.connect import with_database
+from ragfr_tools import pgdb
 
 MigratedDb = Callable[..., str]
 
@@ -37,17 +36,12 @@ def pg_dsn() -> str:
     return lines[-1].split("=", 1)[1]
 
 
-def _admin(pg_dsn: str) -> psycopg.Connection:  # type: ignore[type-arg]
-    return psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True)
-
-
 @pytest.fixture(scope="session")
 def _templates(pg_dsn: str) -> Iterator[dict[tuple[int, str], str]]:
     made: dict[tuple[int, str], str] = {}
     yield made
-    with _admin(pg_dsn) as conn:
-        for name in made.values():
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    for name in made.values():
+        pgdb.drop_database(pg_dsn, name)
 
 
 @pytest.fixture
@@ -65,29 +59,19 @@ def migrated_db(pg_dsn: str, _templates: dict[tuple[int, str], str]) -> Iterator
         if key not in _templates:
             tag = hashlib.sha256(f"{dims}/{model}".encode()).hexdigest()[:10]
             name = f"ragfr_tpl_{dims}_{tag}_{os.getpid()}"
-            with _admin(pg_dsn) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-            migrate(with_database(pg_dsn, name), dims, model)
+            migrate(pgdb.create_database(pg_dsn, name, replace=True), dims, model)
             _templates[key] = name
         name = f"ragfr_t_{uuid.uuid4().hex[:12]}"
-        with _admin(pg_dsn) as conn:
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{_templates[key]}"')
         created.append(name)
-        return with_database(pg_dsn, name)
+        return pgdb.create_database(pg_dsn, name, template=_templates[key])
 
     yield make
-    with _admin(pg_dsn) as conn:
-        for name in created:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    for name in created:
+        pgdb.drop_database(pg_dsn, name)
 
 
 @pytest.fixture
 def empty_db(pg_dsn: str) -> Iterator[str]:
     """DSN of a fresh UTF-8 database with nothing in it (for migration-runner tests)."""
-    name = f"ragfr_e_{uuid.uuid4().hex[:12]}"
-    with _admin(pg_dsn) as conn:
-        conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-    yield with_database(pg_dsn, name)
-    with _admin(pg_dsn) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with pgdb.fresh_database(pg_dsn, "ragfr_e") as dsn:
+        yield dsn

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.conftest import with_database
 from tests.support.geometry import at_cosine, insert, literal, query_direction
 from tests.support.paths import REPO
 
+from ragfr.db.connect import with_database
 from ragfr.db.migrate import discover, migrate
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError, RagfrError
 from ragfr.retrieval.config import SearchConfig

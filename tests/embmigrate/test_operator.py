@@ -169,7 +169,8 @@ def test_signals_stop_at_the_next_safe_point_and_say_what_was_kept(
         pending = conn.execute("SELECT count(*) FROM document_chunk WHERE vector_next IS NULL").fetchone()
     assert 0 < kept < 40 and pending == (40 - kept,)
     assert last == (f"ragfr: stopped: {sig.name}: migration #1 stopped in phase backfill; {kept} chunk(s) embedded "
-                    f"and committed are kept, {40 - kept} still to embed. Resume with `{CMD} migrate --to {TARGET}`")
+                    f"and committed are kept, {40 - kept} still to embed. Resume with `{CMD} migrate --to {TARGET} "
+                    "--batch 2 --dsn …`")  # the options given, the DSN not echoed (it may hold a password)
 
 
 def test_a_signal_while_waiting_for_the_lock_stops_with_nothing_changed(source_db: Callable[[int], str]) -> None:

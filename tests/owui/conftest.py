@@ -13,16 +13,15 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 import pytest
-from tests.conftest import with_database
 from tests.support.paths import REPO
+
+from ragfr_tools import pgdb
 
 if TYPE_CHECKING:
     from .stack import Server
@@ -145,11 +144,7 @@ def running_stack(site: Path, patched: Path, pg_dsn: str, tmp: Path) -> Iterator
 
     from .stack import E5_SPACE, start_double, start_open_webui, stop
 
-    name = f"ragfr_chat_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-    dsn = with_database(pg_dsn, name)
-    try:
+    with pgdb.fresh_database(pg_dsn, "ragfr_chat") as dsn:
         migrate(dsn, 384, E5_SPACE)
         double = start_double(tmp)
         try:
@@ -161,9 +156,6 @@ def running_stack(site: Path, patched: Path, pg_dsn: str, tmp: Path) -> Iterator
                 print(server.log.read_text(errors="replace")[-3000:])
         finally:
             stop(double.proc)
-    finally:
-        with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,10 @@ embedding models; the Ollama-API test double serves e5 to Open WebUI (no Ollama 
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
-from tests.conftest import with_database
 from tests.support.embmigrate import SOURCE, TARGET, owui_insert
 from tests.support.embmigrate_corpus import chunks
 
@@ -19,6 +17,7 @@ from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
+from ragfr_tools import pgdb
 
 from .stack import sign_up_admin, start_double, start_open_webui, stop
 
@@ -29,19 +28,12 @@ INDEX_SQL = ("SELECT indexdef, to_regclass('idx_document_chunk_vector')::oid::in
 @pytest.fixture
 def switched_db(pg_dsn: str):  # type: ignore[no-untyped-def]
     """A 512-dim USE database migrated by `ragfr embeddings migrate` to e5 (384 dims), switched."""
-    name = f"ragfr_hv_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-    dsn = with_database(pg_dsn, name)
-    try:
+    with pgdb.fresh_database(pg_dsn, "ragfr_hv") as dsn:
         migrate(dsn, 512, SOURCE)
         with psycopg.connect(dsn, autocommit=True) as conn:
             owui_insert(conn, chunks(12))
         assert runner.migrate(runner.MigrateOptions(dsn=dsn, to=TARGET, progress=False), print) == 0
         yield dsn
-    finally:
-        with psycopg.connect(with_database(pg_dsn, "postgres"), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_open_webui_starts_writes_and_ragfr_walks_the_migrated_half_precision_index(

@@ -19,6 +19,7 @@ from tests.support.chart import render
 from tests.support.paths import REPO
 
 from ragfr.db.connect import with_database
+from ragfr_tools import pgdb
 from ragfr_tools.kubesim import pods as kp
 
 # The password of issue 13, a second one (Open WebUI's role) that differs and adds `:` and `\`, and a third
@@ -71,8 +72,7 @@ def external_release(pg_dsn: str, *, values: Mapping[str, Any] | None = None) ->
         for db, name in names.items():
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name),
                                                                            sql.Literal(PASSWORDS[db])))
-            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-                         .format(sql.Identifier(name), sql.Identifier(name)))
+            pgdb.create_database(pg_dsn, name, owner=name)
     # What docs/install.md asks of an external database: the extensions made by a superuser.
     with psycopg.connect(with_database(pg_dsn, names["ragfr"]), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -95,6 +95,6 @@ def external_release(pg_dsn: str, *, values: Mapping[str, Any] | None = None) ->
     finally:
         with psycopg.connect(superuser, autocommit=True) as conn:
             for name in names.values():
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+                pgdb.drop_database(superuser, name, conn)
                 conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
             conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(app_role)))

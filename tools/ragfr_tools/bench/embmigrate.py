@@ -29,12 +29,12 @@ from typing import Any
 
 import psycopg
 
-from ragfr.db.connect import with_database
 from ragfr.db.migrate import migrate as migrate_schema
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
 from ragfr.embmigrate.backfill import vector_literal
 from ragfr.errors import ConfigError
+from ragfr_tools import pgdb
 from ragfr_tools.bench.output import write_json
 from ragfr_tools.repo import PIAF_JSON
 
@@ -147,9 +147,7 @@ def run(
 ) -> dict[str, Any]:
     chunks, queries = load_piaf(PIAF, n_chunks, n_queries)
     name = f"ragfr_bench_embmig_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(with_database(admin_dsn, "postgres"), autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-    dsn = with_database(admin_dsn, name)
+    dsn = pgdb.create_database(admin_dsn, name)
     try:
         migrate_schema(dsn, 512, SOURCE)
         source = load_embedder(SOURCE, cache=False)
@@ -229,8 +227,7 @@ def run(
             conn.execute("VACUUM FULL document_chunk")
             compacted = _sizes(conn)
     finally:
-        with psycopg.connect(with_database(admin_dsn, "postgres"), autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        pgdb.drop_database(admin_dsn, name)
 
     migrate_s = t1 - t0
     backfill_s = marks.get("backfill", t1) - t0

@@ -29,6 +29,7 @@ from tqdm import tqdm
 from ragfr.db.connect import with_database
 from ragfr.db.migrate import discover, migrate
 from ragfr.errors import DatabaseError
+from ragfr_tools import pgdb
 from ragfr_tools.bench.corpus import COLLECTION, Chunk, CorpusSpec, Piaf, block_vectors, chunks
 from ragfr_tools.bench.memory import timed_with_memory
 
@@ -88,8 +89,7 @@ def ensure_corpus(
                 say(f"bench: reusing {name} ({spec.rows} rows, loaded {meta['loaded_at']})")
                 return LoadedCorpus(spec, dsn, name, True, meta["load"])
             say(f"bench: {name} exists but its load never finished: rebuilding it")
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
+        pgdb.create_database(admin_dsn, name, replace=True)
     try:
         load = _load(dsn, spec, piaf, key, say, build_memory)
     except BaseException:
@@ -100,8 +100,7 @@ def ensure_corpus(
 
 
 def drop(admin_dsn: str, name: str) -> None:
-    with psycopg.connect(with_database(admin_dsn, "postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    pgdb.drop_database(admin_dsn, name)
 
 
 def _read_meta(dsn: str, key: str) -> dict[str, Any] | None:

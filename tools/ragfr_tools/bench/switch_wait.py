@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragfr.db.connect import with_database
 from ragfr.db.migrate import migrate as migrate_schema
 from ragfr.embmigrate import runner
 from ragfr.embmigrate.backfill import vector_literal
+from ragfr_tools import pgdb
 from ragfr_tools.bench.embmigrate import PIAF, _pct, load_piaf
 from ragfr_tools.bench.output import write_json
 
@@ -108,9 +108,7 @@ def _load(dsn: str, texts: list[str], rows: int) -> None:
 def run(admin_dsn: str, rows: int, late_rows: int, batch: int) -> dict[str, Any]:
     texts, queries = load_piaf(PIAF, 5000, 100)
     name = f"ragfr_bench_switch_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(with_database(admin_dsn, "postgres"), autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-    dsn = with_database(admin_dsn, name)
+    dsn = pgdb.create_database(admin_dsn, name)
     real_load_target = runner.load_target
     setattr(runner, "load_target", lambda spec, dims, b: (SyntheticTarget(), TARGET_DIMS))  # noqa: B010
     marks: dict[str, float] = {}
@@ -151,8 +149,7 @@ def run(admin_dsn: str, rows: int, late_rows: int, batch: int) -> dict[str, Any]
                                   " FROM document_chunk", (TARGET,)).fetchone()
     finally:
         setattr(runner, "load_target", real_load_target)  # noqa: B010
-        with psycopg.connect(with_database(admin_dsn, "postgres"), autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        pgdb.drop_database(admin_dsn, name)
 
     before = [(e - s) * 1000 for s, e, ok in readers.spans if e < marks["start"] and ok]
     during = [(e - s) * 1000 for s, e, _ in readers.spans if e >= marks["start"] and s <= marks["end"]]

@@ -96,3 +96,21 @@ def test_scheduling_is_absent_by_default_and_an_explicit_label_selector_is_kept(
         "matchLabels": {"app.kubernetes.io/component": "openwebui"}}
     assert "at '/ollama/topologySpreadConstraints/0'" in error_line(
         {"ollama": {"topologySpreadConstraints": [{"maxSkew": 1}]}})
+
+
+def test_open_webui_service_annotations_and_node_port() -> None:
+    svc = one(render(example_values("conventions")), "Service", "-openwebui")
+    assert svc["metadata"]["annotations"] == {"external-dns.alpha.kubernetes.io/hostname": "chat.lan.example"}
+    assert svc["spec"]["type"] == "NodePort"
+    assert svc["spec"]["ports"] == [{"name": "http", "port": 8080, "targetPort": "http", "nodePort": 30080}]
+    lb = one(render({"openwebui": {"service": {"type": "LoadBalancer", "nodePort": 31000}}}), "Service", "-openwebui")
+    assert lb["spec"]["ports"][0]["nodePort"] == 31000
+    default = one(render(), "Service", "-openwebui")
+    assert "annotations" not in default["metadata"] and "nodePort" not in default["spec"]["ports"][0]
+    assert default["spec"]["type"] == "ClusterIP"
+
+
+def test_a_node_port_on_a_cluster_ip_service_is_refused() -> None:
+    assert error_line({"openwebui": {"service": {"nodePort": 30080}}}) == (
+        "openwebui.service.nodePort=30080 needs openwebui.service.type=NodePort or LoadBalancer"
+        " (a ClusterIP Service has no node port)")

@@ -38,7 +38,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--manifest",
         type=Path,
-        help="patch manifest (default: $RAGFR_OWUI_MANIFEST, else the one shipped beside ragfr)",
+        help="patch manifest (default: $RAGFR_OWUI_MANIFEST, else the one shipped in ragfr, ragfr/owui/patch)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 

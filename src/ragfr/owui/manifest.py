@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib import resources
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,17 +53,12 @@ class Manifest:
 
 
 def default_path() -> Path:
-    """$RAGFR_OWUI_MANIFEST; else the copy the owui-init image puts beside ragfr in the site directory
-    (SITE/ragfr-owui-patch/manifest.json, so the stock container can check itself); else the manifest of
-    the source checkout this module runs from."""
+    """$RAGFR_OWUI_MANIFEST; else the manifest shipped in the package (ragfr/owui/patch: package data in the
+    wheel, copied with ragfr into the Open WebUI pod, a link to patches/open-webui in a checkout)."""
     env = os.environ.get(ENV_MANIFEST)
     if env:
         return Path(env)
-    package_parent = Path(__file__).resolve().parents[2]
-    beside = package_parent / "ragfr-owui-patch" / "manifest.json"
-    if beside.is_file():
-        return beside
-    return package_parent.parent / "patches" / "open-webui" / "manifest.json"
+    return Path(str(resources.files("ragfr.owui") / "patch" / "manifest.json"))
 
 
 def load(path: Path | None = None) -> Manifest:

@@ -52,3 +52,23 @@ def test_missing_values_file_is_named(tmp_path: Path) -> None:
     done = deploy(tmp_path, VALUES="charts/ragfr/examples/nope.yaml")
     assert done.returncode == 2
     assert done.stderr.strip() == "deploy: values file not found: charts/ragfr/examples/nope.yaml"
+
+
+def test_an_operators_helm_binary_is_used_instead_of_the_sdk(tmp_path: Path) -> None:
+    # Issue 28: an operator with `helm` on PATH must not need the 244 MB helm-python-sdk. No helm binary can be
+    # installed here (Debian 12 packages none, and get.helm.sh is out of reach), so a stand-in on PATH records
+    # the command line it is given: what is tested is which helm deploy.sh runs, and with what.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    record = tmp_path / "helm-argv"
+    helm = bindir / "helm"
+    helm.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {record}\n')
+    helm.chmod(0o755)
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG_NOWHERE)
+    done = deploy(tmp_path, KUBECONFIG=str(kubeconfig), PATH=f"{bindir}:/usr/bin:/bin", PY="/nonexistent/python",
+                  VALUES="charts/ragfr/examples/gpu.yaml", KUBE_CONTEXT="lab")
+    assert done.returncode == 0, done.stderr
+    assert record.read_text().splitlines() == [
+        "upgrade", "--install", "ragfr", str(REPO / "charts" / "ragfr"), "--namespace", "ragfr", "--create-namespace",
+        "--wait", "--timeout", "1200s", "--kube-context", "lab", "-f", "charts/ragfr/examples/gpu.yaml"]

@@ -114,3 +114,29 @@ def test_a_node_port_on_a_cluster_ip_service_is_refused() -> None:
     assert error_line({"openwebui": {"service": {"nodePort": 30080}}}) == (
         "openwebui.service.nodePort=30080 needs openwebui.service.type=NodePort or LoadBalancer"
         " (a ClusterIP Service has no node port)")
+
+
+def test_service_account_created_annotated_and_used_by_every_pod() -> None:
+    docs = render(example_values("conventions"))
+    sa = one(docs, "ServiceAccount", "")
+    assert sa["metadata"]["name"] == "ragfr"
+    assert sa["metadata"]["annotations"] == {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/ragfr"}
+    assert sa["automountServiceAccountToken"] is False
+    specs = list(pod_specs(docs))
+    assert specs
+    for obj, spec in specs:
+        assert spec["serviceAccountName"] == "ragfr", obj["metadata"]["name"]
+        assert spec["automountServiceAccountToken"] is False
+    named = render({"serviceAccount": {"create": True, "name": "ragfr-pods"}})
+    assert one(named, "ServiceAccount", "")["metadata"]["name"] == "ragfr-pods"
+
+
+def test_an_existing_service_account_or_the_default_one() -> None:
+    docs = render({"serviceAccount": {"name": "platform-sa"}})
+    assert not [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert {spec["serviceAccountName"] for _, spec in pod_specs(docs)} == {"platform-sa"}
+    default = render()
+    assert not [d for d in default if d["kind"] == "ServiceAccount"]
+    assert all("serviceAccountName" not in spec for _, spec in pod_specs(default))
+    assert error_line({"serviceAccount": {"annotations": {"a": "b"}}}).startswith(
+        "serviceAccount.annotations need serviceAccount.create=true")

@@ -86,6 +86,9 @@ A "latest" tag is refused: every image in a release must be reproducible.
 {{/* Pod-level settings every pod of the chart shares. */}}
 {{- define "ragfr.podDefaults" -}}
 automountServiceAccountToken: false
+{{- with include "ragfr.serviceAccountName" . }}
+serviceAccountName: {{ . }}
+{{- end }}
 {{- with .Values.global.imagePullSecrets }}
 imagePullSecrets:
   {{- include "ragfr.imagePullSecrets" . | nindent 2 }}

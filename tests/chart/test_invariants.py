@@ -151,7 +151,8 @@ def test_images_are_pinned(example: str) -> None:
     for image in images:
         repo, _, tag = image.rpartition(":")
         assert repo and tag and tag != "latest" and "/" not in tag, image
-    assert any(i.endswith("ghcr.io/open-webui/open-webui:v0.12.4") for i in images)
+    # global.imageRegistry replaces ghcr.io (air-gapped: registry.internal:5000/open-webui/open-webui).
+    assert any(i.endswith("open-webui/open-webui:v0.12.4") for i in images)
     assert not any(i.endswith("ollama/ollama:latest") for i in images)
 
 

@@ -140,3 +140,37 @@ def test_an_existing_service_account_or_the_default_one() -> None:
     assert all("serviceAccountName" not in spec for _, spec in pod_specs(default))
     assert error_line({"serviceAccount": {"annotations": {"a": "b"}}}).startswith(
         "serviceAccount.annotations need serviceAccount.create=true")
+
+
+def test_open_webui_extra_volumes_mounts_and_init_containers_come_after_the_charts() -> None:
+    default = _pod_spec(one(render(), "Deployment", "-openwebui"))
+    spec = _pod_spec(one(render(example_values("conventions")), "Deployment", "-openwebui"))
+    # The chart's own, unchanged and first; the extras appended.
+    assert spec["volumes"][:len(default["volumes"])] == default["volumes"]
+    assert [v["name"] for v in spec["volumes"][len(default["volumes"]):]] == ["corporate-ca", "ca-bundle"]
+    chart_inits = [c["name"] for c in default["initContainers"]]
+    assert [c["name"] for c in spec["initContainers"]] == [*chart_inits, "ca-bundle"]
+    main, default_main = spec["containers"][0], default["containers"][0]
+    assert main["volumeMounts"][:-1] == default_main["volumeMounts"]
+    assert main["volumeMounts"][-1] == {"name": "ca-bundle", "mountPath": "/etc/ssl/ragfr", "readOnly": True}
+
+
+EXTRA_REFUSED = [
+    ({"extraVolumes": [{"name": "data", "emptyDir": {}}]},
+     "openwebui.extraVolumes[0].name=data is a volume of the chart"),
+    ({"extraVolumes": [{"name": "x", "emptyDir": {}}, {"name": "x", "emptyDir": {}}]},
+     "openwebui.extraVolumes[1].name=x is listed twice"),
+    ({"extraVolumeMounts": [{"name": "nowhere", "mountPath": "/srv"}]},
+     "openwebui.extraVolumeMounts[0].name=nowhere is not in openwebui.extraVolumes: add the volume there"),
+    ({"extraVolumes": [{"name": "x", "emptyDir": {}}], "extraVolumeMounts": [{"name": "x", "mountPath": "/tmp/"}]},
+     "openwebui.extraVolumeMounts[0].mountPath=/tmp/ is where the chart mounts its own volumes"),
+    ({"extraInitContainers": [{"name": "wait-for-schema", "image": "busybox:1.36.1"}]},
+     "openwebui.extraInitContainers[0].name=wait-for-schema is an init container of the chart"),
+    ({"extraInitContainers": [{"name": "no-image"}]}, "at '/openwebui/extraInitContainers/0'"),
+]
+
+
+@pytest.mark.parametrize(("values", "expected"), EXTRA_REFUSED, ids=[e[:50] for _, e in EXTRA_REFUSED])
+def test_extras_that_would_break_the_pod_are_refused(values: dict, expected: str) -> None:  # type: ignore[type-arg]
+    message = error_line({"openwebui": values})
+    assert expected in message, message

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.support.chart import containers, error_line, example_values, normalized, one, pod_specs, render
+from tests.support.chart import containers, env_of, error_line, example_values, normalized, one, pod_specs, render
 
 
 def test_parent_chart_globals_and_the_enabled_condition_are_accepted() -> None:
@@ -174,3 +174,40 @@ EXTRA_REFUSED = [
 def test_extras_that_would_break_the_pod_are_refused(values: dict, expected: str) -> None:  # type: ignore[type-arg]
     message = error_line({"openwebui": values})
     assert expected in message, message
+
+
+def test_external_redis_url_from_a_secret_never_reaches_the_config_map() -> None:
+    docs = render(example_values("conventions"))
+    spec = _pod_spec(one(docs, "Deployment", "-openwebui"))
+    env = env_of(spec["containers"][0])
+    for var in ("WEBSOCKET_REDIS_URL", "REDIS_URL"):
+        assert env[var] == {"secretKeyRef": {"name": "ragfr-redis", "key": "url"}}
+    config = one(docs, "ConfigMap", "-openwebui-env")["data"]
+    assert "WEBSOCKET_REDIS_URL" not in config and "REDIS_URL" not in config
+    assert config["WEBSOCKET_MANAGER"] == "redis" and config["ENABLE_WEBSOCKET_SUPPORT"] == "true"
+    policy = one(docs, "NetworkPolicy", "-redis-clients")
+    assert [p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]] == [6380]
+    # Several replicas accept the Secret as their Redis.
+    replicas = render({"redis": {"existingSecret": "ragfr-redis"}, "openwebui": {
+        "replicas": 2, "persistence": {"accessModes": ["ReadWriteMany"]}}})
+    assert env_of(one(replicas, "Deployment", "-openwebui")["spec"]["template"]["spec"]["containers"][0])[
+        "REDIS_URL"] == {"secretKeyRef": {"name": "ragfr-redis", "key": "redis-url"}}
+
+
+def test_external_redis_url_in_values_is_unchanged() -> None:
+    docs = render({"redis": {"externalUrl": "redis://redis.lan:6381/0"}})
+    config = one(docs, "ConfigMap", "-openwebui-env")["data"]
+    assert config["REDIS_URL"] == config["WEBSOCKET_REDIS_URL"] == "redis://redis.lan:6381/0"
+    env = env_of(one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]["containers"][0])
+    assert "REDIS_URL" not in env
+    policy = one(docs, "NetworkPolicy", "-redis-clients")
+    assert [p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]] == [6381]
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ({"externalUrl": "redis://r:6379/0", "existingSecret": "s"},
+     "redis.externalUrl and redis.existingSecret are exclusive"),
+    ({"enabled": True, "existingSecret": "s"}, "redis.enabled=true and redis.existingSecret are exclusive"),
+])
+def test_redis_secret_conflicts_are_refused(values: dict, expected: str) -> None:  # type: ignore[type-arg]
+    assert error_line({"redis": values}).startswith(expected)

@@ -27,6 +27,11 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- $_ := set $env "WEBSOCKET_REDIS_URL" . -}}
 {{- $_ := set $env "REDIS_URL" . -}}
 {{- end -}}
+{{- if include "ragfr.redis.fromSecret" . -}}
+{{- /* The URLs themselves come from redis.existingSecret (_redis.tpl), not this ConfigMap. */ -}}
+{{- $_ := set $env "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
+{{- $_ := set $env "WEBSOCKET_MANAGER" "redis" -}}
+{{- end -}}
 {{- range $k, $val := $env }}
 {{ $k }}: {{ toString $val | quote }}
 {{- end }}

@@ -53,8 +53,8 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- fail "redis.enabled=true and redis.externalUrl are exclusive: use the chart's Redis or an external one" -}}
 {{- end -}}
 {{- if gt (int $v.openwebui.replicas) 1 -}}
-{{- if not (or $v.redis.enabled $v.redis.externalUrl) -}}
-{{- fail (printf "openwebui.replicas=%v needs Redis for websockets shared between replicas: set redis.enabled=true or redis.externalUrl" $v.openwebui.replicas) -}}
+{{- if not (or $v.redis.enabled $v.redis.externalUrl $v.redis.existingSecret) -}}
+{{- fail (printf "openwebui.replicas=%v needs Redis for websockets shared between replicas: set redis.enabled=true, redis.externalUrl or redis.existingSecret" $v.openwebui.replicas) -}}
 {{- end -}}
 {{- if not (or $v.openwebui.persistence.existingClaim (has "ReadWriteMany" $v.openwebui.persistence.accessModes)) -}}
 {{- fail (printf "openwebui.replicas=%v share one data volume (uploads): set openwebui.persistence.accessModes to [ReadWriteMany] or give an existingClaim that is" $v.openwebui.replicas) -}}

@@ -1,6 +1,6 @@
 {{/*
 An external Redis for Open WebUI's websockets: redis.externalUrl (in the Open WebUI ConfigMap), or, when
-the URL carries a password, redis.existingSecret (key redis.existingSecretKey): WEBSOCKET_REDIS_URL and
+the URL carries a password, redis.existingSecret (key redis.urlKey): WEBSOCKET_REDIS_URL and
 REDIS_URL then come from that Secret by secretKeyRef and never reach a ConfigMap. The chart cannot read
 the Secret's URL, so its NetworkPolicy opens redis.externalPort.
 */}}
@@ -16,7 +16,7 @@ the Secret's URL, so its NetworkPolicy opens redis.externalPort.
   valueFrom:
     secretKeyRef:
       name: {{ $.Values.redis.existingSecret }}
-      key: {{ $.Values.redis.existingSecretKey }}
+      key: {{ $.Values.redis.urlKey }}
 {{- end }}
 {{- end -}}
 {{- end -}}

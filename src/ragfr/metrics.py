@@ -27,7 +27,7 @@ ADDR_ENV = "RAGFR_METRICS_ADDR"
 # interpolated inside a bucket is only as exact as its bounds.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
 OUTCOMES = ("ok", "timeout", "error")
-ARMS = ("lexical", "vector")
+ARMS = ("lexical", "vector")  # the built-in arms' labels (ragfr.retrieval.arms), present from the start
 SURFACES = ("chat", "cli")
 DECISIONS = ("answer", "refuse")
 CHECKS = ("model", "dimension")
@@ -84,12 +84,12 @@ for _k in UNAVAILABLE:
 
 
 def observe_search(total_ms: float, arms_ms: Mapping[str, float], underfilled: bool) -> None:
-    """One successful search. `arms_ms` uses the search's own timing keys (lexical, semantic)."""
+    """One successful search. `arms_ms`: each arm's wall time by its metric label (Arm.metric_label: lexical,
+    vector, or a new arm's own)."""
     SEARCHES.labels("ok").inc()
     SEARCH_SECONDS.observe(total_ms / 1000)
-    for key, arm in (("lexical", "lexical"), ("semantic", "vector")):
-        if key in arms_ms:
-            ARM_SECONDS.labels(arm).observe(arms_ms[key] / 1000)
+    for arm, ms in arms_ms.items():
+        ARM_SECONDS.labels(arm).observe(ms / 1000)
     if underfilled:
         UNDERFILLED.inc()
 

@@ -109,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
     if not result.hits:
         print("no result")
     for i, h in enumerate(result.hits, 1):
-        ranks = f"lex={h.lexical_rank or '-'} sem={h.semantic_rank or '-'} rrf={h.rrf_score:.5f}"
+        short = {"lexical": "lex", "semantic": "sem"}
+        ranks = " ".join(f"{short.get(arm, arm)}={h.ranks.get(arm) or '-'}" for arm in h.arm_names())
+        ranks += f" rrf={h.rrf_score:.5f}"
         if h.rerank_score is not None:
             ranks += f" rerank={h.rerank_score:.3f}"
         snippet = " ".join(h.text.split())[:200]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-from importlib import resources
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 

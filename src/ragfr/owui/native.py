@@ -105,10 +105,9 @@ def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
         # The best score of this search, on every hit: Open WebUI keeps only a few of them after its own
         # re-scoring, and the chat's evidence gate must judge the search, not the survivors.
         "ragfr_top_rrf_score": result.hits[0].rrf_score,
-        "ragfr_lexical_rank": hit.lexical_rank,
-        "ragfr_semantic_rank": hit.semantic_rank,
-        "ragfr_lexical_score": hit.lexical_score,
-        "ragfr_semantic_score": hit.semantic_score,
+        # Every arm's rank and own score (None where it did not return the hit), as in `ragfr search --json`.
+        **{f"ragfr_{arm}_rank": hit.ranks.get(arm) for arm in hit.arm_names()},
+        **{f"ragfr_{arm}_score": hit.scores.get(arm) for arm in hit.arm_names()},
         "ragfr_embedding_model": result.settings.get("embedding_model"),
         "ragfr_underfilled": result.underfilled,
     }

@@ -5,7 +5,8 @@ Two thresholds per score scale, because the scales share nothing:
   evidence_threshold  the TOP hit must reach it for `ask` to call the chat model at all (higher).
 
 Scales
-  rrf   Reciprocal Rank Fusion, k=60, two arms. Bounds: 1/(k+1) = 0.01639 for rank 1 in one arm only;
+  rrf   Reciprocal Rank Fusion, k=60, over the arms that ran (two built in: ragfr.retrieval.arms). The rule
+        asks two arms to agree, however many ran. Bounds with two: 1/(k+1) = 0.01639 for rank 1 in one arm only;
         2/(k+1) = 0.03279 for rank 1 in both. RRF is rank-based, so it cannot say "nothing relevant"
         on its own; what it can say is whether the two independent arms AGREE. Defaults, expressed as
         ranks so they follow k: evidence = rank 1 in one arm and within the top 3 of the other

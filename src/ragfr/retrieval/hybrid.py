@@ -6,6 +6,7 @@
 Hard filters (collections, metadata, the embedding model) are one predicate applied inside both arms.
 Everything the ranking depended on (settings, per-arm ranks and scores, shortfalls) comes back with it.
 Each arm is one single-threaded statement; given a second connection, the two run at the same time.
+The arms are ragfr.retrieval.arms.Arm: fusion, hits, reports, timings and metrics iterate over them.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from ragfr.analysis.french import query_terms
 from ragfr.db.filters import Condition, Filters
 from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
-from ragfr.retrieval import lexical, semantic
+from ragfr.retrieval import semantic
+from ragfr.retrieval.arms import BUILTIN, LEXICAL, SEMANTIC, Arm, ArmQuery, Ranked
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.fusion import rrf
 from ragfr.retrieval.rerank import Reranker
-from ragfr.retrieval.types import ArmReport, Hit, SearchResult
+from ragfr.retrieval.types import Hit, SearchResult
 from ragfr.timing import elapsed_ms
 
 log = logging.getLogger("ragfr.search")
@@ -79,17 +81,22 @@ def search(
     config: SearchConfig | None = None,
     reranker: Reranker | None = None,
     lexical_conn: psycopg.Connection[Any] | None = None,
+    extra_arms: Sequence[Arm] = (),
 ) -> SearchResult:
-    """Hybrid search over `collections` (see `_search`), counted and timed in ragfr.metrics."""
+    """Hybrid search over `collections` (see `_search`), counted and timed in ragfr.metrics. `extra_arms`:
+    arms beyond the built-in two (ragfr.retrieval.arms), run on `conn` in the search's snapshot and fused
+    like them."""
+    arms = (*BUILTIN, *extra_arms)
     try:
         result = _search(
             conn, query, collections=collections, conditions=conditions, query_vector=query_vector,
-            embedder=embedder, config=config, reranker=reranker, lexical_conn=lexical_conn,
+            embedder=embedder, config=config, reranker=reranker, lexical_conn=lexical_conn, arms=arms,
         )
     except Exception as exc:
         metrics.search_failed(timeout=isinstance(exc, SearchTimeoutError))
         raise
-    metrics.observe_search(result.timings_ms["total"], result.timings_ms, result.underfilled)
+    arm_ms = {a.metric_label: result.timings_ms[a.name] for a in arms if a.name in result.timings_ms}
+    metrics.observe_search(result.timings_ms["total"], arm_ms, result.underfilled)
     return result
 
 
@@ -104,6 +111,7 @@ def _search(
     config: SearchConfig | None = None,
     reranker: Reranker | None = None,
     lexical_conn: psycopg.Connection[Any] | None = None,
+    arms: Sequence[Arm] = BUILTIN,
 ) -> SearchResult:
     """Hybrid search over `collections`. Raises RagfrError subclasses for anything the caller did wrong;
     the connection stays usable either way (all statements run in one transaction, rolled back on error).
@@ -124,10 +132,7 @@ def _search(
     vector = _query_vector(query, query_vector, embedder, space) if config.semantic else None
     timings["embed"] = elapsed_ms(started)
     terms = query_terms(query) if config.lexical else []
-    arms: dict[str, ArmReport] = {}
-    rankings: dict[str, list[str]] = {}
-    lex_scores: dict[str, float] = {}
-    sem_scores: dict[str, float] = {}
+    ran: dict[str, Ranked] = {}
     try:
         began = conn.info.transaction_status == TransactionStatus.IDLE  # else a savepoint in the caller's
         with conn.transaction():
@@ -135,40 +140,35 @@ def _search(
                 conn.execute(_ONE_SNAPSHOT)
             searched, indexed = _rows_in(conn, filters.collections)
             settings = semantic.apply_settings(conn, config, indexed)
-            pending: Future[_LexicalOutcome] | None = None
-            lex_out: _LexicalOutcome | None = None
-            if config.lexical and vector is not None and lexical_conn is not None:
-                pending = _LEXICAL_WORKERS.submit(
-                    _lexical_in_own_transaction, lexical_conn, terms, filters, config, searched)
-            elif config.lexical:
-                lex_out = _lexical_arm(conn, terms, filters, config, searched)
+            # In a transaction of its own, only the exact fallback (a sort is its only plan) and _fetch (no
+            # sort) follow the vector walk before COMMIT resets its settings.
+            q = ArmQuery(query, terms, vector, filters, config, searched, indexed,
+                         precision=settings["vector_index"], restore=not began)
+            todo = [a for a in arms if a.applies(q)]
+            # The lexical arm beside the vector arm, on the second connection, when there is one.
+            aside = LEXICAL if LEXICAL in todo and SEMANTIC in todo and lexical_conn is not None else None
+            pending: Future[tuple[Ranked, float]] | None = None
+            if aside is not None and lexical_conn is not None:
+                pending = _LEXICAL_WORKERS.submit(_in_own_transaction, aside, lexical_conn, q)
             try:
-                if vector is not None:
-                    t = time.perf_counter()
-                    # In a transaction of its own, only the exact fallback (a sort is its only plan) and
-                    # _fetch (no sort) follow the walk before COMMIT resets its settings.
-                    sem, arms["semantic"] = semantic.nearest(
-                        conn, vector, filters, config, searched, indexed=indexed,
-                        precision=settings["vector_index"], restore=not began)
-                    rankings["semantic"] = [c.id for c in sem]
-                    sem_scores = {c.id: c.similarity for c in sem}
-                    timings["semantic"] = elapsed_ms(t)
+                for arm in todo:
+                    if arm is not aside:
+                        t = time.perf_counter()
+                        ran[arm.name] = arm.run(conn, q)
+                        timings[arm.name] = elapsed_ms(t)
             finally:
-                if pending is not None:  # never leave lexical_conn busy behind the caller's back
+                if pending is not None and aside is not None:  # never leave lexical_conn busy behind the caller's back
                     # Its statement is cancelled by the server at statement_timeout; the margin covers the
                     # round trip. Past it the connection is unusable and the caller's pool discards it.
                     try:
-                        lex_out = pending.result(timeout=config.statement_timeout_ms / 1000 + _ARM_MARGIN_S)
+                        ran[aside.name], timings[aside.name] = pending.result(
+                            timeout=config.statement_timeout_ms / 1000 + _ARM_MARGIN_S)
                     except FutureTimeout:
                         raise SearchTimeoutError(
                             f"the lexical arm did not answer within {config.statement_timeout_ms} ms"
                         ) from None
-            if lex_out is not None:
-                lex, arms["lexical"], timings["lexical"] = lex_out
-                arms["lexical"].searched = searched
-                rankings["lexical"] = [c.id for c in lex]
-                lex_scores = {c.id: c.score for c in lex}
-            fused = rrf(rankings, config.rrf_k)
+            ran = {a.name: ran[a.name] for a in arms if a.name in ran}  # the arms' own order, however they ran
+            fused = rrf({name: r.ids for name, r in ran.items()}, config.rrf_k)
             use_reranker = reranker is not None and config.rerank
             shown = fused[: config.rerank_top_n if use_reranker else config.k]
             rows = _fetch(conn, [doc_id for doc_id, _, _ in shown])
@@ -182,8 +182,7 @@ def _search(
     hits = [
         Hit(
             id=doc_id, text=rows[doc_id][0] or "", metadata=rows[doc_id][1] or {}, collection_name=rows[doc_id][2],
-            rrf_score=score, lexical_rank=ranks.get("lexical"), semantic_rank=ranks.get("semantic"),
-            lexical_score=lex_scores.get(doc_id), semantic_score=sem_scores.get(doc_id),
+            rrf_score=score, ranks=dict(ranks), scores={arm: ran[arm].scores[doc_id] for arm in ranks},
         )
         for doc_id, score, ranks in shown
         if doc_id in rows
@@ -204,17 +203,17 @@ def _search(
         similarity_floor=config.similarity_floor,
         reranker=getattr(reranker, "model_id", None) if config.rerank else None, query_terms=terms,
     )
-    short = [a for a in arms.values() if a.underfilled]
+    reports = {name: r.report for name, r in ran.items()}
+    short = [a for a in reports.values() if a.underfilled]
     result = SearchResult(
         query=query, hits=hits, underfilled=bool(short),
         underfill_reason="; ".join(a.reason or "" for a in short) or None,
-        settings=settings, arms=arms, timings_ms=timings,
+        settings=settings, arms=reports, timings_ms=timings,
     )
     _log(result)
     return result
 
 
-_LexicalOutcome = tuple[list[lexical.LexicalCandidate], ArmReport, float]
 # First statement of a search's transaction: all its statements see the same rows (never a serialization
 # failure: the transaction writes nothing).
 _ONE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
@@ -229,22 +228,15 @@ def _read_space(conn: psycopg.Connection[Any]) -> EmbeddingSpace:
         return read_space(conn)
 
 
-def _lexical_arm(
-    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig, searched: int
-) -> _LexicalOutcome:
+def _in_own_transaction(arm: Arm, conn: psycopg.Connection[Any], q: ArmQuery) -> tuple[Ranked, float]:
+    """`arm` on the second connection, in a snapshot of its own, with the search's statement timeout."""
     t = time.perf_counter()
-    candidates, report = lexical.bm25(conn, terms, filters, config, searched)
-    return candidates, report, elapsed_ms(t)
-
-
-def _lexical_in_own_transaction(
-    conn: psycopg.Connection[Any], terms: list[str], filters: Filters, config: SearchConfig, searched: int
-) -> _LexicalOutcome:
     with conn.transaction():
         conn.execute(_ONE_SNAPSHOT)
         conn.execute("SELECT set_config('statement_timeout', %s, true), " + semantic.NO_JIT,
-                     (f"{config.statement_timeout_ms}ms",))
-        return _lexical_arm(conn, terms, filters, config, searched)
+                     (f"{q.config.statement_timeout_ms}ms",))
+        ranked = arm.run(conn, q)
+    return ranked, elapsed_ms(t)
 
 
 def _query_vector(

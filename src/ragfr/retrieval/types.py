@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The arms of ragfr.retrieval.arms.BUILTIN: a hit's JSON always names them, with None when one did not
+# return it, so a reader of `ragfr search --json` finds the same keys whatever the arms found.
+BUILTIN_ARMS = ("lexical", "semantic")
+
 
 @dataclass
 class Hit:
@@ -13,14 +17,41 @@ class Hit:
     metadata: dict[str, Any]
     collection_name: str
     rrf_score: float = 0.0
-    lexical_rank: int | None = None  # 1-based rank in the lexical arm, None when that arm did not return it
-    semantic_rank: int | None = None
-    lexical_score: float | None = None  # BM25
-    semantic_score: float | None = None  # cosine similarity, 1 - cosine distance
+    # Per arm that returned the hit: its 1-based rank there, and that arm's own score (lexical: BM25;
+    # semantic: cosine similarity, 1 - cosine distance). An arm that did not return it has no entry.
+    ranks: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
     rerank_score: float | None = None  # cross-encoder logit
 
+    @property
+    def lexical_rank(self) -> int | None:
+        return self.ranks.get("lexical")
+
+    @property
+    def semantic_rank(self) -> int | None:
+        return self.ranks.get("semantic")
+
+    @property
+    def lexical_score(self) -> float | None:
+        return self.scores.get("lexical")
+
+    @property
+    def semantic_score(self) -> float | None:
+        return self.scores.get("semantic")
+
+    def arm_names(self) -> list[str]:
+        return [*BUILTIN_ARMS, *sorted(set(self.ranks) - set(BUILTIN_ARMS))]
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Flat, as `ragfr search --json` has always printed it: `<arm>_rank` then `<arm>_score` per arm."""
+        arms = self.arm_names()
+        return {
+            "id": self.id, "text": self.text, "metadata": self.metadata, "collection_name": self.collection_name,
+            "rrf_score": self.rrf_score,
+            **{f"{arm}_rank": self.ranks.get(arm) for arm in arms},
+            **{f"{arm}_score": self.scores.get(arm) for arm in arms},
+            "rerank_score": self.rerank_score,
+        }
 
 
 @dataclass

@@ -170,6 +170,9 @@ def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_w
     column = catalog.column(conn, names.VECTOR)
     if live is None or not live.valid or column is None or column.dims <= 0:
         raise DatabaseError(f"{names.INDEX} is missing or invalid: run `ragfr migrate` first, which builds it")
+    # Dropping an undeclared index CONCURRENTLY waits for older transactions like a build does: `ragfr
+    # migrate`'s short session lock_timeout must not fail it (hnsw_build covers the builds themselves).
+    conn.execute("RESET lock_timeout")
     with index_lock.index_lock(conn, command):  # no embedding migration may start and copy a half-built set
         _sync_locked(conn, report, leftovers=leftovers, live=live, dims=column.dims, dsn=dsn,
                      maintenance_work_mem=maintenance_work_mem, say=say)

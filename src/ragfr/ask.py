@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ragfr import metrics
 from ragfr.errors import RagfrError
-from ragfr.retrieval.gate import Evidence, GateConfig, Scale, assess
+from ragfr.retrieval.gate import Evidence, GateConfig, assess, scale_for
 from ragfr.retrieval.types import Hit, SearchResult
 
 SYSTEM_PROMPT = (
@@ -103,8 +103,8 @@ def build_messages(question: str, hits: Sequence[Hit]) -> list[dict[str, str]]:
 
 def answer(result: SearchResult, chat: ChatClient, model: str, gate: GateConfig | None = None) -> Answer:
     """Gate the search result; call `chat` only when the evidence clears the threshold."""
-    scale: Scale = "cross-encoder" if result.hits and result.hits[0].rerank_score is not None else "rrf"
-    gate = gate or GateConfig.for_scale(scale, int(result.settings.get("rrf_k", 60)))
+    reranked = bool(result.hits) and result.hits[0].rerank_score is not None
+    gate = gate or GateConfig.for_scale(scale_for(reranked), int(result.settings.get("rrf_k", 60)))
     evidence = assess(result.hits, gate)
     metrics.gate_decision("cli", evidence.grounded)
     if not evidence.grounded:

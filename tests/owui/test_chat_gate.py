@@ -135,3 +135,52 @@ def test_a_search_that_could_not_run_is_refused_with_its_own_message_not_the_doc
     assert len(out) == 1 and out[0]["source"]["id"] == "ragfr-evidence-gate"  # no passage reaches the model
     reply = refusal_response({"model": "m"}, metadata, object)
     assert reply is not None and reply["choices"][0]["message"]["content"] == chat_gate.UNAVAILABLE[kind]
+
+
+CASES = {
+    "answered on rrf": ([0.0330, 0.0200, 0.0110], None),
+    "below the evidence threshold": ([0.0300, 0.0160], None),
+    "all below the noise floor": ([0.0120, 0.0110], None),
+    "reranked, ce calibrated: answered": ([0.0164, 0.0160], [2.5, -1.0]),
+    "reranked, ce calibrated: refused": ([0.0330, 0.0320], [0.75, -6.0]),
+}
+
+
+@pytest.mark.parametrize("calibrated", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_ragfr_ask_and_the_chat_take_the_same_decision_on_the_same_search(
+    case: str, calibrated: bool, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One decision path (ragfr.retrieval.gate.scale_for + judge): the same hits give `ragfr ask` and the chat
+    the same scale, verdict, reason and kept passages, with or without a calibrated cross-encoder threshold.
+    Before, `ask` gated a reranked search on the cross-encoder's uncalibrated default where the chat used RRF."""
+    import math
+
+    from ragfr.ask import answer
+    from ragfr.retrieval.types import Hit, SearchResult
+
+    if calibrated:
+        monkeypatch.setenv("RAGFR_GATE_CE_EVIDENCE", "1.5")
+    else:
+        monkeypatch.delenv("RAGFR_GATE_CE_EVIDENCE", raising=False)
+    rrf, logits = CASES[case]
+    hits = [Hit(id=f"c{i}", text=f"passage {i}", metadata={}, collection_name="kb1", rrf_score=s,
+                rerank_score=None if logits is None else logits[i]) for i, s in enumerate(rrf)]
+    called: list[Any] = []
+
+    class Chat:
+        def chat(self, model: str, messages: list[dict[str, str]]) -> str:
+            called.append(messages)
+            return "[c0]"
+
+    asked = answer(SearchResult("Quel délai ?", hits, False, None, {"rrf_k": 60}), Chat(), "m").evidence
+    src = source(*[(h.rrf_score, max(rrf)) for h in hits])
+    if logits is not None:
+        for meta, logit in zip(src["metadata"], logits, strict=True):
+            meta["score"] = 1 / (1 + math.exp(-logit))  # what Open WebUI's reranker stamps: a sigmoid
+    chat = run([src], reranked=logits is not None)[1][METADATA_KEY]
+    assert (chat["scale"], chat["grounded"], chat["reason"]) == (asked.scale, asked.grounded, asked.reason)
+    assert chat["scale"] == ("cross-encoder" if calibrated and logits is not None else "rrf")
+    if asked.grounded:
+        assert [p["chunk"] for p in chat["passages"]] == [h.id for h in asked.kept][:3]
+    assert bool(called) == asked.grounded

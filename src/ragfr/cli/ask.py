@@ -12,8 +12,10 @@ from ragfr.cli.search import add_search_options
 
 EPILOG = """\
 No synthesis below the evidence threshold: when the best passage does not clear it, the chat model is
-NOT called; you get `grounded: false`, the exact scores and the threshold they missed (see
-ragfr/retrieval/gate.py for the scales: RRF when --no-rerank, cross-encoder logits otherwise).
+NOT called; you get `grounded: false`, the exact scores and the threshold they missed. The rule is the
+chat's (ragfr/retrieval/gate.py): RRF scores, or the cross-encoder's logits when the hits were reranked
+AND $RAGFR_GATE_CE_EVIDENCE holds a calibrated threshold
+(docs/runbooks/calibrate-relevance-threshold.md).
 
 examples:
   ragfr ask --collection contrats "Quel est le délai pour déclarer un vol ?"

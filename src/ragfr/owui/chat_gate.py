@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,7 +33,7 @@ from typing import Any
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
 from ragfr.owui.chat_search import REASON_KEY, UNAVAILABLE_KEY
-from ragfr.retrieval.gate import GateConfig, Scale, decide
+from ragfr.retrieval.gate import GateConfig, Scale, judge, scale_for
 
 log = logging.getLogger("ragfr.gate")
 
@@ -136,11 +135,6 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def scale_for(reranked: bool) -> Scale:
-    """RRF unless Open WebUI's cross-encoder ran and its threshold was calibrated (set explicitly)."""
-    return "cross-encoder" if reranked and os.environ.get("RAGFR_GATE_CE_EVIDENCE") else "rrf"
-
-
 def assess(passages: list[Passage], scale: Scale) -> tuple[Decision, list[Passage]]:
     """The decision, and the passages it keeps (above) or shows (below), in Open WebUI's order."""
     gate = GateConfig.for_scale(scale)
@@ -153,8 +147,8 @@ def assess(passages: list[Passage], scale: Scale) -> tuple[Decision, list[Passag
             p.score = float(p.metadata["ragfr_rrf_score"])
         tops = [float(p.metadata.get("ragfr_top_rrf_score", p.score or 0.0)) for p in passages]
     top = max(tops, default=None)
-    kept = [p for p in passages if p.score is not None and p.score >= gate.noise_floor][:MAX_KEPT]
-    grounded, reason = decide(top, bool(kept), gate)
+    grounded, reason, kept = judge([(p, p.score) for p in passages], top, gate)
+    kept = kept[:MAX_KEPT]
     shown = kept if grounded else passages[:MAX_SHOWN]
     decision = Decision(grounded, scale, top, gate.evidence_threshold, gate.noise_floor, reason,
                         [{"file": p.file, "chunk": p.metadata.get("ragfr_chunk_id"), "score": p.score,

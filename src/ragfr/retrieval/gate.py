@@ -22,23 +22,31 @@ Scales
         relevance, logit 0 = undecided), not from a calibration run on our data: no cross-encoder
         weights are available offline on our build machines. Calibrate with
         `python -m ragfr_tools.eval.gate_calibration --reranker MODEL` where the model is, and set
-        RAGFR_GATE_CE_EVIDENCE (docs/runbooks/calibrate-relevance-threshold.md).
+        RAGFR_GATE_CE_EVIDENCE (docs/runbooks/calibrate-relevance-threshold.md). Until it is set, reranked
+        searches are gated on RRF too (scale_for), in `ragfr ask` as in the chat.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from ragfr.retrieval.types import Hit
 
 Scale = Literal["rrf", "cross-encoder"]
+T = TypeVar("T")
+
+# The RRF rule in ranks, not in arms: evidence is one arm's rank 1 AND another arm's top 3 (the best two arms'
+# contributions, whatever the number of arms that ran); noise is a single arm's rank worse than 20.
+EVIDENCE_RANKS = (1, 3)
+NOISE_RANK = 20
 
 
 def rrf_thresholds(k: int) -> tuple[float, float]:
     """(noise_floor, evidence_threshold) on the RRF scale for constant k."""
-    return 1.0 / (k + 20), 1.0 / (k + 1) + 1.0 / (k + 3)
+    return 1.0 / (k + NOISE_RANK), sum(1.0 / (k + rank) for rank in EVIDENCE_RANKS)
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,14 @@ class Evidence:
     reason: str = ""
 
 
+def scale_for(reranked: bool) -> Scale:
+    """The scale both `ragfr ask` and the chat gate on: the cross-encoder's only when a cross-encoder scored the
+    passages AND its threshold was calibrated here (RAGFR_GATE_CE_EVIDENCE set). Its built-in default is read
+    off the model's training objective, not measured, and principle 4 gates on calibrated thresholds only; RRF
+    scores exist for every search, reranked or not."""
+    return "cross-encoder" if reranked and os.environ.get("RAGFR_GATE_CE_EVIDENCE") else "rrf"
+
+
 def score_of(hit: Hit, scale: Scale) -> float:
     if scale == "cross-encoder":
         if hit.rerank_score is None:
@@ -80,8 +96,7 @@ def score_of(hit: Hit, scale: Scale) -> float:
 
 
 def decide(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[bool, str]:
-    """(grounded, reason) from the best score and whether any hit clears the noise floor. One rule for
-    `ragfr ask` and the chat (`ragfr.owui.chat_gate`)."""
+    """(grounded, reason) from the best score and whether any hit clears the noise floor."""
     if top is None:
         return False, "no passage matched the query"
     if top < gate.evidence_threshold:
@@ -91,9 +106,17 @@ def decide(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[bool, s
     return True, f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
 
 
+def judge(scored: Sequence[tuple[T, float | None]], top: float | None, gate: GateConfig) -> tuple[bool, str, list[T]]:
+    """The one decision of `ragfr ask` (`assess`) and the chat (`ragfr.owui.chat_gate`): (grounded, reason, the
+    items at or above the noise floor, in their order). `top` is the search's best score, which the chat reads
+    off every passage because Open WebUI may have dropped the best one before the gate sees them."""
+    kept = [item for item, score in scored if score is not None and score >= gate.noise_floor]
+    grounded, reason = decide(top, bool(kept), gate)
+    return grounded, reason, kept
+
+
 def assess(hits: list[Hit], gate: GateConfig) -> Evidence:
     scores = [(h.id, score_of(h, gate.scale)) for h in hits]
-    kept = [h for h, (_, s) in zip(hits, scores, strict=True) if s >= gate.noise_floor]
     top = max((s for _, s in scores), default=None)
-    grounded, reason = decide(top, bool(kept), gate)
+    grounded, reason, kept = judge([(h, s) for h, (_, s) in zip(hits, scores, strict=True)], top, gate)
     return Evidence(grounded, gate.scale, top, gate.noise_floor, gate.evidence_threshold, kept, scores, reason)

@@ -17,11 +17,11 @@ why:
   pgvector filters after the graph walk: a filter passing 10 % of the chunks makes the walk visit ten times
   the candidates of an unfiltered one. A declared filter gets a partial HNSW index over its rows only;
   searches with that equality (ragfr search --filter, Open WebUI's filter) walk it instead, like an
-  unfiltered graph: at 100k chunks the vector arm of a 10 % filter took 59 ms on the shared graph and 15 ms
-  on its own (docs/benchmarks.md#current-figures). Worth it for filters used often that pass a few thousand chunks or
-  more, up to about 30 % of them; under ~1,000 chunks, scoring the passing rows exactly is already cheap.
-  At 1M chunks with 2 GB of shared_buffers the extra graphs slow unfiltered searches (46.6 -> 61.1 ms p50
-  with two declared, docs/benchmarks.md#current-figures): declare what is used more often than unfiltered searches.
+  unfiltered graph: at 100k chunks the vector arm of a 10 % filter is about four times faster on its own
+  graph (figures: docs/benchmarks.md#current-figures). Worth it for filters used often that pass a few
+  thousand chunks or more, up to about 30 % of them; under ~1,000 chunks, scoring the passing rows exactly
+  is already cheap. At 1M chunks with 2 GB of shared_buffers the extra graphs slow unfiltered searches
+  (about a third with two declared, same page): declare what is used more often than unfiltered searches.
   Each index costs disk and memory (about the shared index's size times the filter's share), and every
   write of a chunk it holds updates it too. docs/runbooks/filter-indexes.md.
 

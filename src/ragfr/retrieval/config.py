@@ -76,9 +76,10 @@ class SearchConfig:
 
 
 # The size rule: the smallest ef_search whose recall@10 of the vector arm was >= 0.95 at the largest size of
-# its tier (make bench-scale, lowrank geometry; docs/benchmarks.md, "Scale"). ef_search 100: 0.979 at 100k
-# chunks, 0.951 at 300k, 0.900 at 1M; 200: 0.994, 0.988, 0.956. 100 up to 300k rows keeps small corpora fast
-# (200 nearly doubled the vector arm at 100k, 16.6 -> 30.3 ms p50). Nothing above 1M was measured: 200 stays.
+# its tier (make bench-scale, lowrank geometry; the recall by ef_search and size is in
+# docs/benchmarks.md#current-figures). 100 falls below 0.95 above 300k rows; 200 holds it at 1M but nearly
+# doubles the vector arm at 100k, so 100 up to 300k keeps small corpora fast. Nothing above 1M was measured:
+# 200 stays.
 EF_SEARCH_TIERS: tuple[tuple[int, int], ...] = ((300_000, 100),)
 EF_SEARCH_ABOVE = 200
 

@@ -22,6 +22,7 @@ from ragfr.embmigrate.runner import (
     open_elsewhere,
     preflight,
 )
+from ragfr.embmigrate.state import Phase
 from ragfr.errors import RagfrError
 
 RATE_SAMPLE = 32
@@ -56,7 +57,7 @@ def plan(opts: MigrateOptions) -> Plan:
             return Plan([*lines, f"a real run would refuse: {refusal}"], refused=True)
         if current is None and space.model == target:
             return Plan([*lines, f"already on {target}: nothing to do"])
-        if current is not None and current.phase == "switched":
+        if current is not None and current.phase is Phase.SWITCHED:
             return Plan([*lines, f"migration #{current.id} already switched to {target}: nothing to migrate; "
                          f"`{CMD} finalize` drops the old vectors, `{CMD} rollback` returns to {current.from_model}"])
         problems = preflight(conn) if current is None else []
@@ -78,7 +79,7 @@ def plan(opts: MigrateOptions) -> Plan:
         width = 2 if live is not None and live.precision == "halfvec" else 4  # bytes per stored dimension
         index_est = index_bytes * (width * dims + 8 + _HNSW_OVERHEAD) / (width * space.dims + 8 + _HNSW_OVERHEAD)
         eta = todo / rate if rate else float("nan")
-        phase = "prepare" if current is None else current.phase
+        phase = None if current is None else current.phase
         lines += [
             f"target: {target}, {dims} dims (probed), batch {opts.batch}",
             f"open migration: #{current.id}, phase {current.phase}: a real run resumes it"
@@ -99,25 +100,26 @@ def plan(opts: MigrateOptions) -> Plan:
         return Plan(lines)
 
 
-# The dry run's numbered steps: "prepare" (before the row exists), then the phases before the switch.
-_ORDER: tuple[str, ...] = ("prepare", *state.BEFORE_SWITCH)
+# The dry run's numbered steps: preparing (None: before the migration's row exists), then the phases
+# before the switch, in state.TRANSITIONS' order.
+_ORDER: tuple[Phase | None, ...] = (None, *state.BEFORE_SWITCH)
 
 
-def _steps(phase: str, todo: int, dims: int, target: str, opts: MigrateOptions) -> list[str]:
-    """The steps from `phase` on, numbered as in the runbook (1 prepare ... 5 switch)."""
-    steps = {
-        "prepare": f"add {names.VECTOR_NEXT} vector({dims}), {names.MODEL_NEXT} text and trigger {names.TRIGGER_NEXT}",
-        "backfill": f"re-embed {todo} chunk(s) in batches of {opts.batch} (checkpointed per batch)",
-        "index": f"CREATE INDEX CONCURRENTLY {names.INDEX_NEXT} (same method/options as {names.INDEX})",
-        "verify": f"catch up rows written meanwhile; verify completeness and recall@10 >= {opts.min_recall} "
+def _steps(phase: Phase | None, todo: int, dims: int, target: str, opts: MigrateOptions) -> list[str]:
+    """The steps from `phase` on (None: none begun), numbered as in the runbook (1 prepare ... 5 switch)."""
+    steps: dict[Phase | None, str] = {
+        None: f"add {names.VECTOR_NEXT} vector({dims}), {names.MODEL_NEXT} text and trigger {names.TRIGGER_NEXT}",
+        Phase.BACKFILL: f"re-embed {todo} chunk(s) in batches of {opts.batch} (checkpointed per batch)",
+        Phase.INDEX: f"CREATE INDEX CONCURRENTLY {names.INDEX_NEXT} (same method/options as {names.INDEX})",
+        Phase.VERIFY: f"catch up rows written meanwhile; verify completeness and recall@10 >= {opts.min_recall} "
         f"({opts.recall_sample} queries, ef_search {opts.ef_search})",
-        "ready": ("stop before the switch (--no-switch)" if opts.no_switch else
+        Phase.READY: ("stop before the switch (--no-switch)" if opts.no_switch else
                   f"switch in one transaction: {names.VECTOR}->{names.VECTOR_PREV}, "
                   f"{names.VECTOR_NEXT}->{names.VECTOR}, indexes likewise, space -> {target}"),
     }
     start = _ORDER.index(phase)
-    if phase == "ready":
-        start = _ORDER.index("verify")  # a resumed run checks again before switching
+    if phase is Phase.READY:
+        start = _ORDER.index(Phase.VERIFY)  # a resumed run checks again before switching
     return [f"  {i + 1}. {steps[name]}" for i, name in enumerate(_ORDER) if i >= start]
 
 

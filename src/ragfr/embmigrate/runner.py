@@ -24,6 +24,7 @@ from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
 from ragfr.embmigrate.settings import MigrationSettings
+from ragfr.embmigrate.state import Phase
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.progress import DEFAULT_EVERY
 
@@ -98,7 +99,7 @@ def open_elsewhere(current: state.Migration, target: str) -> str | None:
     """Why `migrate --to target` cannot run while `current` is open, naming what works now; None if it can."""
     if current.to_model == target:
         return None
-    if current.phase == "switched":
+    if current.phase is Phase.SWITCHED:
         return (
             f"migration #{current.id} to {current.to_model} is switched and keeps the old vectors; run "
             f"`{CMD} finalize` to keep {current.to_model} (or `{CMD} rollback` to return to {current.from_model}), "
@@ -166,7 +167,7 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
             refusal = open_elsewhere(current, target) if current is not None else None
             if refusal:
                 raise MigrationStateError(refusal)
-            if current is not None and current.phase == "switched":
+            if current is not None and current.phase is Phase.SWITCHED:
                 say(f"already switched to {target}; old vectors kept until `{CMD} finalize` "
                     f"(or `{CMD} rollback` to return to {current.from_model})")
                 if on_switch is not None:
@@ -202,7 +203,7 @@ def _kept(conn: psycopg.Connection, stopped: stop.Stopped, resume: str) -> stop.
     name = stopped.signal_name
     if current is None:
         return stop.Stopped(stopped.signum, f"{name}: stopped; no migration is open")
-    if current.phase == "switched":
+    if current.phase is Phase.SWITCHED:
         what = f"{current.rows_reembedded_old} row(s) re-embedded for the old space so far are kept"
         resume = f"{CMD} rollback"
     else:
@@ -233,7 +234,7 @@ def _prepare(
     return migration_id
 
 
-def _phase(conn: psycopg.Connection, migration_id: int) -> state.Phase:
+def _phase(conn: psycopg.Connection, migration_id: int) -> Phase:
     stop.checkpoint()  # between steps: everything before this point is committed
     current = state.open_migration(conn)
     if current is None or current.id != migration_id:
@@ -254,14 +255,14 @@ def _run(
     say: Say,
     on_switch: SpaceHook | None,
 ) -> int:
-    if _phase(conn, migration_id) == "backfill":
+    if _phase(conn, migration_id) is Phase.BACKFILL:
         written = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress,
                                 progress_every=opts.progress_every)
         with conn.transaction():
-            state.set_phase(conn, migration_id, "index")
+            state.set_phase(conn, migration_id, Phase.INDEX)
         say(f"backfill done: {written} chunk(s) embedded in this run")
         kill_point("after-backfill")
-    if _phase(conn, migration_id) == "index":
+    if _phase(conn, migration_id) is Phase.INDEX:
         live = catalog.index(conn, names.INDEX)
         if live is None:
             raise MigrationStateError(f"index {names.INDEX} is missing: the schema was changed outside ragfr "
@@ -273,10 +274,10 @@ def _run(
                                                maintenance_work_mem=opts.maintenance_work_mem, say=say)
         kill_point("after-index")
         with conn.transaction():
-            state.set_phase(conn, migration_id, "verify")
+            state.set_phase(conn, migration_id, Phase.VERIFY)
         say(f"index {names.INDEX_NEXT} {'built' if built else 'already valid'}"
             + (f", and {len(shadows)} declared filter index(es)" if shadows else ""))
-    if _phase(conn, migration_id) in ("verify", "ready"):
+    if _phase(conn, migration_id) in (Phase.VERIFY, Phase.READY):
         _verify(conn, migration_id, embedder, dims, opts, say)
         kill_point("after-verify")
     if opts.no_switch:
@@ -340,7 +341,7 @@ def _verify(
         )
     with conn.transaction():
         state.set_phase(
-            conn, migration_id, "ready", recall_at_10=recall.mean, recall_sample=recall.sample
+            conn, migration_id, Phase.READY, recall_at_10=recall.mean, recall_sample=recall.sample
         )
 
 
@@ -367,7 +368,7 @@ def _switch(
             raise VerificationError(f"new space incomplete at the switch ({done}); nothing was switched")
         swap.lock_table(c)  # readers wait only for the renames below
         swap.forward(c, to_model=embedder.model_id, to_dims=dims, live_not_null=live.not_null)
-        state.set_phase(c, migration_id, "switched")
+        state.set_phase(c, migration_id, Phase.SWITCHED)
         kill_point("switch-before-commit")
         return late
 
@@ -390,7 +391,7 @@ def rollback(
             current = state.open_migration(conn)
             if current is None:
                 last = state.last_migration(conn)
-                if last is not None and last.phase == "finalized":
+                if last is not None and last.phase is Phase.FINALIZED:
                     raise MigrationStateError(
                         f"migration #{last.id} was finalized: the {last.from_model} vectors are gone, so it cannot "
                         f"be rolled back; to return to {last.from_model}, migrate to it: "
@@ -403,7 +404,7 @@ def rollback(
 
                 def abort(c: psycopg.Connection) -> None:
                     ddl.drop_columns(c, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
-                    state.set_phase(c, current.id, "rolled_back")
+                    state.set_phase(c, current.id, Phase.ROLLED_BACK)
                     kill_point("rollback-drop-before-commit")
 
                 ddl.in_locked_transaction(conn, "rollback", abort, budget)
@@ -445,7 +446,7 @@ def _rollback_switched(
             raise VerificationError(f"old space incomplete ({done}); nothing was rolled back")
         swap.lock_table(c)
         swap.back(c, from_model=current.from_model, from_dims=current.from_dims, live_not_null=live.not_null)
-        state.set_phase(c, current.id, "rolled_back")
+        state.set_phase(c, current.id, Phase.ROLLED_BACK)
         kill_point("rollback-swap-before-commit")
 
     stop.checkpoint()
@@ -465,7 +466,7 @@ def finalize(dsn: str, say: Say, budget: LockBudget | None = None) -> int:
                 raise MigrationStateError(
                     f"finalize applies after the switch; no migration is open (`{CMD} status` shows the last one)"
                 )
-            if current.phase != "switched":
+            if current.phase is not Phase.SWITCHED:
                 raise MigrationStateError(
                     f"finalize applies after the switch; migration #{current.id} to {current.to_model} is in phase "
                     f"{current.phase}: continue it to the switch with `{CMD} migrate --to {current.to_model}`, "
@@ -474,7 +475,7 @@ def finalize(dsn: str, say: Say, budget: LockBudget | None = None) -> int:
 
             def work(c: psycopg.Connection) -> None:
                 ddl.drop_columns(c, names.TRIGGER_PREV, names.VECTOR_PREV, names.MODEL_PREV)
-                state.set_phase(c, current.id, "finalized")
+                state.set_phase(c, current.id, Phase.FINALIZED)
 
             ddl.in_locked_transaction(conn, "finalize", work, budget)
     say(
@@ -519,10 +520,10 @@ class Status:
                     "on its host (it stops after its batch in flight); any other migrate, rollback or finalize is "
                     "refused meanwhile")
         moves = state.TRANSITIONS[self.migration.phase]
-        if "finalized" in moves:
+        if Phase.FINALIZED in moves:
             return f"`{CMD} finalize` to drop the old vectors, or `{CMD} rollback`"
         resume = f"`{CMD} migrate --to {self.migration.to_model}`"
-        go = " (without --no-switch) to switch" if "switched" in moves else " to resume"
+        go = " (without --no-switch) to switch" if Phase.SWITCHED in moves else " to resume"
         return f"{resume}{go} (or `{CMD} rollback` to abandon)"
 
     def as_dict(self) -> dict[str, Any]:
@@ -550,7 +551,7 @@ def status(dsn: str) -> Status:
         holder = index_lock.holder(conn) if index_lock.is_held(conn) else None
         if current is None:
             return Status(space.model, space.dims, total, holder, last, open=False)
-        slot = backfill.PREV if current.phase == "switched" else backfill.NEXT
+        slot = backfill.PREV if current.phase is Phase.SWITCHED else backfill.NEXT
         indexes = {name: catalog.index(conn, name) for name in (names.INDEX_NEXT, names.INDEX_PREV)}
         return Status(space.model, space.dims, total, holder, current, open=True,
                       pending=backfill.pending(conn, slot), pending_column=slot.vector,

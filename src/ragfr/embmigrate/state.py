@@ -14,9 +14,10 @@ Migration 0100's CHECK constraint lists the same seven names (tests/embmigrate/t
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast, get_args
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -25,30 +26,47 @@ from ragfr.db import names
 from ragfr.db.catalog import OPEN_MIGRATION
 from ragfr.embmigrate.errors import MigrationStateError
 
-Phase = Literal["backfill", "index", "verify", "ready", "switched", "rolled_back", "finalized"]
-PHASES: tuple[Phase, ...] = get_args(Phase)
+
+class Phase(enum.StrEnum):
+    """A str: stored, compared and printed as its value, so the database keeps the same seven names."""
+
+    BACKFILL = "backfill"
+    INDEX = "index"
+    VERIFY = "verify"
+    READY = "ready"
+    SWITCHED = "switched"
+    ROLLED_BACK = "rolled_back"
+    FINALIZED = "finalized"
+
+
+PHASES: tuple[Phase, ...] = tuple(Phase)
 # phase -> the phases set_phase may move it to. A phase with no way out is terminal.
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
-    "backfill": frozenset({"index", "rolled_back"}),
-    "index": frozenset({"verify", "rolled_back"}),
-    "verify": frozenset({"ready", "rolled_back"}),
-    "ready": frozenset({"ready", "switched", "rolled_back"}),
-    "switched": frozenset({"rolled_back", "finalized"}),
-    "rolled_back": frozenset(),
-    "finalized": frozenset(),
+    Phase.BACKFILL: frozenset({Phase.INDEX, Phase.ROLLED_BACK}),
+    Phase.INDEX: frozenset({Phase.VERIFY, Phase.ROLLED_BACK}),
+    Phase.VERIFY: frozenset({Phase.READY, Phase.ROLLED_BACK}),
+    # ready -> ready: a resumed run verifies again and records the new recall.
+    Phase.READY: frozenset({Phase.READY, Phase.SWITCHED, Phase.ROLLED_BACK}),
+    Phase.SWITCHED: frozenset({Phase.ROLLED_BACK, Phase.FINALIZED}),
+    Phase.ROLLED_BACK: frozenset(),
+    Phase.FINALIZED: frozenset(),
 }
 OPEN_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if TRANSITIONS[p])
 # Before the switch the live `vector` is untouched: rollback only drops the shadow.
-BEFORE_SWITCH: tuple[Phase, ...] = tuple(p for p in OPEN_PHASES if p != "switched")
+BEFORE_SWITCH: tuple[Phase, ...] = tuple(p for p in OPEN_PHASES if p is not Phase.SWITCHED)
+# Columns a move to the phase stamps with now().
+_STAMPS: dict[Phase, str] = {Phase.READY: "verified_at", Phase.SWITCHED: "switched_at",
+                             Phase.ROLLED_BACK: "finished_at", Phase.FINALIZED: "finished_at"}
 
 
 def parse_phase(value: str) -> Phase:
     """A phase read from the database; anything else means the table was edited by hand or by a newer ragfr."""
-    if value not in PHASES:
+    try:
+        return Phase(value)
+    except ValueError:
         raise MigrationStateError(
             f"unknown migration phase {value!r} in {names.STATE_TABLE} (known: {', '.join(PHASES)})"
-        )
-    return cast(Phase, value)
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -71,10 +89,12 @@ class Migration:
     finished_at: datetime | None
 
     def __post_init__(self) -> None:
-        parse_phase(self.phase)
+        # Rows come from the database as text: every reader then compares and matches against Phase members.
+        object.__setattr__(self, "phase", parse_phase(self.phase))
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
+        return {k: (v.isoformat() if isinstance(v, datetime) else str(v) if isinstance(v, Phase) else v)
+                for k, v in self.__dict__.items()}
 
 
 _COLUMNS = ", ".join(Migration.__dataclass_fields__)
@@ -103,8 +123,8 @@ def create(conn: psycopg.Connection, from_model: str, from_dims: int, to_model: 
     holds the migration lock, so no other writer competes for the number."""
     row = conn.execute(
         f"INSERT INTO {names.STATE_TABLE} (id, from_model, from_dims, to_model, to_dims, phase)"  # noqa: S608
-        f" SELECT coalesce(max(id), 0) + 1, %s, %s, %s, %s, 'backfill' FROM {names.STATE_TABLE} RETURNING id",
-        (from_model, from_dims, to_model, to_dims),
+        f" SELECT coalesce(max(id), 0) + 1, %s, %s, %s, %s, %s FROM {names.STATE_TABLE} RETURNING id",
+        (from_model, from_dims, to_model, to_dims, Phase.BACKFILL),
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -113,16 +133,12 @@ def create(conn: psycopg.Connection, from_model: str, from_dims: int, to_model: 
 def set_phase(conn: psycopg.Connection, migration_id: int, phase: Phase, **extra: Any) -> None:
     """Move to `phase` (plus optional columns, e.g. recall_at_10) in the caller's transaction; a move
     TRANSITIONS does not list raises MigrationStateError and changes nothing."""
-    parse_phase(phase)
+    phase = parse_phase(phase)
     sources = [p for p, targets in TRANSITIONS.items() if phase in targets]
     assignments = ["phase = %s", "updated_at = now()"] + [f"{k} = %s" for k in extra if k in _SETTABLE]
     values = [phase] + [v for k, v in extra.items() if k in _SETTABLE]
-    if phase == "ready":
-        assignments.append("verified_at = now()")
-    if phase == "switched":
-        assignments.append("switched_at = now()")
-    if phase in ("rolled_back", "finalized"):
-        assignments.append("finished_at = now()")
+    if phase in _STAMPS:
+        assignments.append(f"{_STAMPS[phase]} = now()")
     moved = conn.execute(
         f"UPDATE {names.STATE_TABLE} SET {', '.join(assignments)} WHERE id = %s AND phase = ANY(%s)"  # noqa: S608
         " RETURNING 1",

@@ -47,7 +47,7 @@ def test_open_webui_uses_its_own_role_and_password_in_every_mode(mode: str) -> N
     assert env_of(_init(docs, "Deployment", "-openwebui", "wait-for-schema"))["DATABASE_URL"].startswith(
         "postgresql://ragfr@")
     # The owner migrates (and grants the role), and dumps.
-    migrate = _init(docs, "Job", "-migrate-1", "migrate")
+    migrate = _init(docs, "Job", "-migrate-*", "migrate")
     assert env_of(migrate)["DATABASE_URL"].startswith("postgresql://ragfr@")
     assert migrate["args"][-2:] == ["--app-role", "ragfr_app"]
     if mode == "internal":
@@ -86,16 +86,16 @@ def test_internal_ragdb_makes_the_roles_with_passwords_from_its_secret() -> None
     secret = one(docs, "Secret", "-ragdb")
     assert set(secret["data"]) == {"postgres-password", "ragfr-password", "openwebui-password", "ragfr-app-password",
                                    "monitor-password"}
-    roles = _init(docs, "Job", "-migrate-1", "db-roles")
+    roles = _init(docs, "Job", "-migrate-*", "db-roles")
     env = env_of(roles)
     assert roles["command"] == ["/bin/sh", "/ragfr-scripts/ragdb-roles.sh"]
     assert env["PGUSER"] == "postgres" and env["APP_USER"] == "ragfr_app" and env["MONITOR_USER"] == "ragfr_monitor"
     assert env["APP_PASSWORD"] == {"secretKeyRef": {"name": "ragfr-ragdb", "key": "ragfr-app-password"}}
     assert "ragdb-roles.sh" in one(docs, "ConfigMap", "-scripts")["data"]
-    spec = one(docs, "Job", "-migrate-1")["spec"]["template"]["spec"]
+    spec = one(docs, "Job", "-migrate-*")["spec"]["template"]["spec"]
     assert [c["name"] for c in spec["initContainers"]] == ["wait-for-postgres", "db-roles"]  # before the grants
     renamed = render({"database": {"ragfr": {"appUser": "owui_rag"}}, "ragdb": {"auth": {"existingSecret": "mine"}}})
-    assert env_of(_init(renamed, "Job", "-migrate-1", "db-roles"))["APP_PASSWORD"] == {
+    assert env_of(_init(renamed, "Job", "-migrate-*", "db-roles"))["APP_PASSWORD"] == {
         "secretKeyRef": {"name": "mine", "key": "ragfr-app-password"}}
     assert env_of(_init(renamed, "Deployment", "-openwebui", "open-webui"))["PGVECTOR_DB_URL"].startswith(
         "postgresql://owui_rag@")
@@ -103,7 +103,7 @@ def test_internal_ragdb_makes_the_roles_with_passwords_from_its_secret() -> None
 
 @pytest.mark.parametrize("mode", ["external", "cnpg"])
 def test_no_superuser_container_outside_internal_mode(mode: str) -> None:
-    spec = one(render(MODES[mode][0]), "Job", "-migrate-1")["spec"]["template"]["spec"]
+    spec = one(render(MODES[mode][0]), "Job", "-migrate-*")["spec"]["template"]["spec"]
     assert [c["name"] for c in spec["initContainers"]] == ["wait-for-postgres"]
 
 

@@ -55,7 +55,7 @@ def test_image_registry_moves_open_webui_off_ghcr_and_leaves_references_alone_wi
 
 WORKLOADS = {"ragdb": ("StatefulSet", "-ragdb"), "ollama": ("Deployment", "-ollama"),
              "openwebui": ("Deployment", "-openwebui"), "redis": ("Deployment", "-redis"),
-             "migrations": ("Job", "-migrate-1"), "backup": ("CronJob", "-backup")}
+             "migrations": ("Job", "-migrate-*"), "backup": ("CronJob", "-backup")}
 
 
 def _pod_spec(doc: dict) -> dict:  # type: ignore[type-arg]

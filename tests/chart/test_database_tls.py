@@ -41,7 +41,8 @@ def test_every_database_client_verifies_the_server_against_the_mounted_ca(mode: 
     docs = render(values)
     clients = database_clients(docs)
     names = {f"{o['metadata']['name']}/{c['name']}" for o, _, c in clients}
-    assert {"ragfr-migrate-1/migrate", "ragfr-openwebui/open-webui", "ragfr-openwebui/wait-for-schema",
+    migrate = one(docs, "Job", "-migrate-*")["metadata"]["name"]
+    assert {f"{migrate}/migrate", "ragfr-openwebui/open-webui", "ragfr-openwebui/wait-for-schema",
             "ragfr-test/test"} <= names, names
     for obj, spec, c in clients:
         where = f"{obj['metadata']['name']}/{c['name']}"

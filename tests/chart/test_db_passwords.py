@@ -85,7 +85,7 @@ _WHOAMI = ("import os, psycopg\n"
 def test_chart_containers_connect_with_a_password_full_of_url_syntax(pg_dsn: str, tmp_path: Path) -> None:
     with external_release(pg_dsn, values={"embedding": {"model": "bge-m3:567m", "dims": 1024}}) as rel:
         # (a) the migrations Job: `ragfr migrate`, env from the rendered Job (PGPASSWORD + password-less URL).
-        job = rel.container("Job", "-migrate-1", "migrate")
+        job = rel.container("Job", "-migrate-*", "migrate")
         done = _run(argv(job), local_env(job))
         assert done.returncode == 0, done.stderr
         # Open WebUI's wait-for-schema (the `ragfr embeddings k8s` Job copies this container's env).

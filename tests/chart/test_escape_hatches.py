@@ -75,7 +75,7 @@ def test_runtime_class_only_where_asked() -> None:
 
 
 def test_pull_job_pulls_the_pinned_references() -> None:
-    pull = one(render(example_values("escape-hatches")), "Job", "-pull-models-1")
+    pull = one(render(example_values("escape-hatches")), "Job", "-pull-models-*")
     models = env_of(pull["spec"]["template"]["spec"]["containers"][0])["OLLAMA_PULL_MODELS"].split()
     assert models == ["bge-m3:567m", "qwen2.5:3b", "mistral:7b-instruct-v0.3-q4_K_M"]
     assert all(":" in m and not m.endswith(":latest") for m in models)

@@ -59,7 +59,7 @@ def test_postgres_exporter_sidecar_reads_the_password_from_the_secret_by_env() -
     # superuser, and its own password key.
     assert env["DATA_SOURCE_USER"] == "ragfr_monitor"
     assert env["DATA_SOURCE_PASS"] == {"secretKeyRef": {"name": "ragfr-ragdb", "key": "monitor-password"}}
-    roles = one(docs, "Job", "-migrate-1")["spec"]["template"]["spec"]["initContainers"][1]
+    roles = one(docs, "Job", "-migrate-*")["spec"]["template"]["spec"]["initContainers"][1]
     assert roles["name"] == "db-roles" and env_of(roles)["MONITOR_USER"] == "ragfr_monitor"
     assert env_of(roles)["MONITOR_PASSWORD"] == env["DATA_SOURCE_PASS"]
     assert "@" not in env["DATA_SOURCE_URI"] and "password" not in " ".join(exporter.get("args", [])).lower()
@@ -194,12 +194,12 @@ UNIT_TESTS: list[dict[str, Any]] = [
      "alert_rule_test": [{"eval_time": "20m", "alertname": "RagfrVolumeFillingUp", "exp_alerts": [{"exp_labels": {
          "severity": "warning", "namespace": "ragfr", "persistentvolumeclaim": "data-ragfr-ragdb-0"}}]}]},
     {"interval": "1m", "input_series": [
-        _series("kube_job_status_failed", "1x10", namespace="ragfr", job_name="ragfr-migrate-3"),
-        _series("kube_job_status_succeeded", "0x10", namespace="ragfr", job_name="ragfr-migrate-3"),
-        _series("kube_job_status_failed", "1x10", namespace="ragfr", job_name="ragfr-migrate-2"),
-        _series("kube_job_status_succeeded", "1x10", namespace="ragfr", job_name="ragfr-migrate-2")],
+        _series("kube_job_status_failed", "1x10", namespace="ragfr", job_name="ragfr-migrate-0c1d2e3f4a"),
+        _series("kube_job_status_succeeded", "0x10", namespace="ragfr", job_name="ragfr-migrate-0c1d2e3f4a"),
+        _series("kube_job_status_failed", "1x10", namespace="ragfr", job_name="ragfr-migrate-9b8a7c6d5e"),
+        _series("kube_job_status_succeeded", "1x10", namespace="ragfr", job_name="ragfr-migrate-9b8a7c6d5e")],
      "alert_rule_test": [{"eval_time": "5m", "alertname": "RagfrMigrationJobFailed", "exp_alerts": [{"exp_labels": {
-         "severity": "critical", "namespace": "ragfr", "job_name": "ragfr-migrate-3"}}]}]},
+         "severity": "critical", "namespace": "ragfr", "job_name": "ragfr-migrate-0c1d2e3f4a"}}]}]},
 ]
 
 

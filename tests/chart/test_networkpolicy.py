@@ -85,7 +85,7 @@ def test_the_stack_flows_pass_and_nothing_else(example: str) -> None:
     docs = render(example_values(example))
     mode = example_values(example).get("database", {}).get("mode", "internal")
     owui = pod_labels(docs, "Deployment", "-openwebui")
-    migrate = pod_labels(docs, "Job", "-migrate-1")
+    migrate = pod_labels(docs, "Job", "-migrate-*")
     test = pod_labels(docs, "Pod", "-test")
     if mode == "internal":
         db = pod_labels(docs, "StatefulSet", "-ragdb")
@@ -162,7 +162,7 @@ def test_https_out_only_for_the_pods_that_download() -> None:
     narrows both rules to a proxy or mirror."""
     docs = render({})
     owui, ollama = pod_labels(docs, "Deployment", "-openwebui"), pod_labels(docs, "Deployment", "-ollama")
-    pull = pod_labels(docs, "Job", "-pull-models-1")
+    pull = pod_labels(docs, "Job", "-pull-models-*")
     assert allowed(docs, ollama, INTERNET, 443) and allowed(docs, owui, INTERNET, 443)
     assert not allowed(docs, pull, INTERNET, 443) and allowed(docs, pull, ollama, 11434)
     # No cross-encoder configured: no download, no 443 for Open WebUI.

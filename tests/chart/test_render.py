@@ -11,7 +11,8 @@ from tests.support.chart import CHART, EXAMPLES, GOLDEN, KUBE_VERSIONS, example_
 
 # Custom resources have no bundled schema: only these may be skipped by kubernetes-validate, and they
 # get the structural checks of test_invariants instead.
-CRD_GROUPS = ("postgresql.cnpg.io/", "barmancloud.cnpg.io/", "monitoring.coreos.com/", "cert-manager.io/")
+CRD_GROUPS = ("postgresql.cnpg.io/", "barmancloud.cnpg.io/", "monitoring.coreos.com/", "cert-manager.io/",
+              "gateway.networking.k8s.io/")
 
 EXPECTED_SCENARIOS = {"default", "gpu", "external-db", "air-gapped", "replicas", "cnpg"}
 

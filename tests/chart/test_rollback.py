@@ -75,7 +75,7 @@ def test_rollback_job_refuses_with_the_documented_line(migrated_db: Callable[...
     new_values = {"migrations": {"image": {"tag": "0.2.0"}}, **role}
     new_docs, old_docs = render(new_values, revision=2), render(old_values, revision=1)
     new = one(new_docs, "Job", "-migrate-2")
-    old = one(old_docs, "Job", "-migrate-1")
+    old = one(old_docs, "Job", "-migrate-*")
     # What the rollback re-applies: revision 1's Job, under its own name, with the old image.
     assert old["metadata"]["name"] != new["metadata"]["name"]
     old_main = old["spec"]["template"]["spec"]["containers"][0]
@@ -119,7 +119,7 @@ def test_upgrade_from_the_untagged_bge_m3_space_follows_the_runbook(migrated_db:
         conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata) "
                      "VALUES ('c1', %s::vector, 'kb', 'Article 1', '{}')", ("[" + ",".join(["0.5"] * 1024) + "]",))
     docs = render({"database": {"ragfr": {"appUser": app_role}}})
-    job = one(docs, "Job", "-migrate-1")["spec"]["template"]["spec"]["containers"][0]
+    job = one(docs, "Job", "-migrate-*")["spec"]["template"]["spec"]["containers"][0]
     refused = _run(*_kubelet(job, docs, dsn))
     assert "the database's embedding space is ollama:bge-m3, --embedding-model asks for ollama:bge-m3:567m" in (
         refused.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
@@ -44,7 +45,9 @@ def render(values: dict[str, Any] | None = None, revision: int = 1) -> list[Doc]
 
 
 def one(docs: list[Doc], kind: str, name_suffix: str) -> Doc:
-    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(name_suffix)]
+    """The one object of kind whose name ends with name_suffix, a glob: the Jobs' names end with a hash of their
+    spec (_jobs.tpl), "-migrate-*"."""
+    found = [d for d in docs if d["kind"] == kind and fnmatchcase(d["metadata"]["name"], "*" + name_suffix)]
     assert len(found) == 1, f"expected one {kind} *{name_suffix}, got {[d['metadata']['name'] for d in found]}"
     return found[0]
 

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,7 +37,7 @@ class Release:
     superuser: str
 
     def pod(self, kind: str, suffix: str) -> kp.Pod:
-        (name,) = [n for k, n in self.objects if k == kind and n.endswith(suffix)]
+        (name,) = [n for k, n in self.objects if k == kind and fnmatchcase(n, "*" + suffix)]
         return kp.pod_of(self.objects[(kind, name)], self.objects)
 
     def container(self, kind: str, suffix: str, container: str) -> kp.Container:

@@ -211,3 +211,66 @@ def test_external_redis_url_in_values_is_unchanged() -> None:
 ])
 def test_redis_secret_conflicts_are_refused(values: dict, expected: str) -> None:  # type: ignore[type-arg]
     assert error_line({"redis": values}).startswith(expected)
+
+
+def test_gateway_api_route_to_the_open_webui_service() -> None:
+    docs = render(example_values("gateway-api"))
+    route = one(docs, "HTTPRoute", "-openwebui")
+    assert route["apiVersion"] == "gateway.networking.k8s.io/v1"
+    svc = one(docs, "Service", "-openwebui")
+    (rule,) = route["spec"]["rules"]
+    # The whole host: Open WebUI serves from / only.
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/"}}]
+    assert rule["backendRefs"] == [{"name": svc["metadata"]["name"], "port": svc["spec"]["ports"][0]["port"]}]
+    # A streamed answer outlives a gateway's default request timeout (Envoy: 15 s).
+    assert rule["timeouts"] == {"request": "10m"}
+    assert route["spec"]["parentRefs"] == [{"name": "shared", "namespace": "envoy-gateway-system", "sectionName": "https"}]
+    assert route["spec"]["hostnames"] == ["chat.example.fr"]
+    moved = one(render({**example_values("gateway-api"), "openwebui": {
+        **example_values("gateway-api")["openwebui"], "service": {"port": 80}}}), "HTTPRoute", "-openwebui")
+    assert moved["spec"]["rules"][0]["backendRefs"][0]["port"] == 80
+    assert not [d for d in render() if d["kind"] == "HTTPRoute"]
+
+
+def test_gateway_api_route_without_hostnames_timeouts_or_extras_renders_none_of_them() -> None:
+    route = one(render({"openwebui": {"admin": {"existingSecret": "a"}, "httpRoute": {
+        "enabled": True, "parentRefs": [{"name": "gw"}], "labels": {"team": "x"}, "annotations": {"a": "b"}}}}),
+        "HTTPRoute", "-openwebui")
+    assert "hostnames" not in route["spec"] and "timeouts" not in route["spec"]["rules"][0]
+    assert route["metadata"]["labels"]["team"] == "x" and route["metadata"]["annotations"] == {"a": "b"}
+
+
+def _openwebui_ingress(values: dict) -> list:  # type: ignore[type-arg]
+    return one(render(values), "NetworkPolicy", "-openwebui")["spec"]["ingress"]  # type: ignore[no-any-return]
+
+
+def test_gateway_pods_reach_open_webui_through_the_network_policy() -> None:
+    gateway = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "envoy-gateway-system"}},
+               "podSelector": {"matchLabels": {"app.kubernetes.io/component": "proxy"}}}
+    rules = _openwebui_ingress(example_values("gateway-api"))
+    assert rules[0] == {"from": [gateway], "ports": [{"port": 8080, "protocol": "TCP"}]}
+    # helm test still reaches it.
+    assert rules[1]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "test"
+    # Beside an ingress controller already admitted: both.
+    traefik = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+    both = _openwebui_ingress({**example_values("gateway-api"), "networkPolicy": {"openwebuiFrom": [traefik]}})
+    assert both[0]["from"] == [traefik, gateway]
+    # No peers at all: anyone, as without a route.
+    open_route = {"openwebui": {"admin": {"existingSecret": "a"},
+                                "httpRoute": {"enabled": True, "parentRefs": [{"name": "gw"}]}}}
+    assert _openwebui_ingress(open_route) == [{"ports": [{"port": 8080, "protocol": "TCP"}]}]
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"openwebui": {"admin": {"existingSecret": "a"}, "httpRoute": {"enabled": True}}},
+     "openwebui.httpRoute.enabled=true needs openwebui.httpRoute.parentRefs"),
+    ({"openwebui": {"httpRoute": {"enabled": True, "parentRefs": [{"name": "gw"}]}}},
+     "openwebui.httpRoute.enabled=true without openwebui.admin.existingSecret: the first visitor"),
+    ({"openwebui": {"httpRoute": {"networkPolicyFrom": [{"podSelector": {}}]}}},
+     "openwebui.httpRoute.networkPolicyFrom is set but openwebui.httpRoute.enabled=false"),
+    ({"openwebui": {"httpRoute": {"timeouts": {"request": "10 minutes"}}}}, "/openwebui/httpRoute/timeouts/request"),
+    ({"openwebui": {"httpRoute": {"hostnames": ["Chat.Example.fr"]}}}, "/openwebui/httpRoute/hostnames/0"),
+    ({"openwebui": {"httpRoute": {"parentRefs": [{"namespace": "gw"}]}}}, "/openwebui/httpRoute/parentRefs/0"),
+])
+def test_gateway_api_route_refusals(values: dict, message: str) -> None:  # type: ignore[type-arg]
+    assert message in error_line(values)

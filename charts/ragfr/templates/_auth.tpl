@@ -31,10 +31,13 @@ never switched off, and an optional first admin from a Secret.
 {{- fail "openwebui.extraEnv: ENABLE_SIGNUP is set by the chart (false, from files/openwebui-env.yaml); to open sign-up knowingly, set openwebui.env.ENABLE_SIGNUP instead" -}}
 {{- end -}}
 {{- end -}}
-{{- /* Behind an ingress, whoever reaches Open WebUI first while no user exists becomes its admin. */ -}}
+{{- /* Behind an ingress or a Gateway, whoever reaches Open WebUI first while no user exists becomes its admin. */ -}}
 {{- $a := $w.admin -}}
 {{- if and $w.ingress.enabled (not $a.existingSecret) (not $a.allowFirstSignup) -}}
 {{- fail "openwebui.ingress.enabled=true without openwebui.admin.existingSecret: the first visitor to reach Open WebUI through the ingress would become its admin; create a Secret with keys admin-email and admin-password and set openwebui.admin.existingSecret (or, knowingly, openwebui.admin.allowFirstSignup=true and sign up before anyone else)" -}}
+{{- end -}}
+{{- if and $w.httpRoute.enabled (not $a.existingSecret) (not $a.allowFirstSignup) -}}
+{{- fail "openwebui.httpRoute.enabled=true without openwebui.admin.existingSecret: the first visitor to reach Open WebUI through the Gateway would become its admin; create a Secret with keys admin-email and admin-password and set openwebui.admin.existingSecret (or, knowingly, openwebui.admin.allowFirstSignup=true and sign up before anyone else)" -}}
 {{- end -}}
 {{- end -}}
 

@@ -1,0 +1,559 @@
+"""docs/install.md walked without a cluster: every command of its ```sh blocks either runs here or is checked
+against what it would act on, or is listed in NOT_HERE with the reason it cannot run on this machine.
+
+- `helm upgrade --install … -f … --set …`: rendered by the chart with those values files (a `cp` earlier in the
+  walk says which example `my-values.yaml` is) and `--set`s; the lines shown of what it prints are in the
+  rendered NOTES; the images and pull policies are what the walk says.
+- `kubectl create …`: run with `--dry-run=client -o yaml` in the walk's directory (after its `umask`, `printf`,
+  `openssl` lines, run too); each Secret has the keys the rendered chart reads from it.
+- `kubectl … -l SELECTOR`: the selector matches objects of that kind in the release as last installed.
+- `kubectl get/delete KIND NAME…` and the names a `get` prints: those objects exist in that render.
+- `make TARGET VAR=…`: the target exists and reads the variable; `make deploy` and `make chart-render` run
+  (deploy without a cluster: it must get past its values files and stop at the missing cluster).
+- `ragfr …` in the page's inline code: the command and each option it is given exist.
+A command matching no check fails the test: a new command in the guide needs a check or a reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.docs.test_doc_references import commands as ragfr_commands
+from tests.docs.test_doc_references import make_targets
+from tests.support.chart import CHART, NAMESPACE, RELEASE, render_raw
+from tests.support.paths import REPO
+
+from ragfr.cli import build_parser
+
+DOC = REPO / "docs" / "install.md"
+APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+IMAGE_NAMES = re.search(r"^NAMES=\(([^)]*)\)", (REPO / "scripts" / "images.sh").read_text(), re.M).group(1).split()  # type: ignore[union-attr]
+
+# Commands that need the nodes or a live release, each with why; matched on the command's start.
+NOT_HERE: dict[str, str] = {
+    "ssh ": "runs on a k3s node (k3s ctr / crictl exist only there); tests/images/test_images.py imports the "
+            "same archives into a private containerd with the ctr k3s embeds",
+    "for n in ": "a loop of ssh commands to the nodes (see ssh); the archive names it imports are checked",
+    "cd ragfr-images && sha256sum": "needs the archives `make images-save` writes (minutes of podman; "
+                                    "tests/images/test_images.py checks the sums)",
+    "kubectl get nodes": "needs the cluster; the node names it prints are checked against the example's "
+                         "nodeSelectors",
+    "helm test ": "needs an installed release; its Pod (helm.sh/hook: test) is checked in the render",
+    "helm uninstall ": "needs an installed release",
+    "api=": "Open WebUI's REST API of a running release: tests/owui/test_e2e.py makes the same calls against "
+            "the real, patched Open WebUI outside a cluster",
+    "token=": "as api=",
+    "kb=": "as api=",
+    "file=": "as api=",
+    "curl ": "as api=",
+    "make setup": "builds pgvector and the venvs (apt, minutes); the target exists",
+    "make images": "builds or ships the images with podman (minutes; tests/images covers them); the target "
+                   "exists and reads the variable given",
+}
+LOCAL_SHELL = ("umask ", "printf ", "openssl ")  # run here as written, in the walk's directory
+KINDS = {"pvc": "PersistentVolumeClaim", "svc": "Service", "ingress": "Ingress", "networkpolicy": "NetworkPolicy",
+         "secret": "Secret", "job": "Job", "jobs": "Job", "pods": "Pod", "pod": "Pod"}
+
+
+@dataclass
+class Command:
+    line: int
+    text: str
+    output: str | None  # the ```text block right after the command's block, for its last command
+
+    def argv(self) -> list[str]:
+        return shlex.split(self.text)
+
+    def where(self) -> str:
+        return f"docs/install.md:{self.line}: {self.text[:100]}"
+
+
+def fenced() -> Iterator[tuple[str, int, str]]:
+    """(language, line of the opening fence, body) of each fenced block."""
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"\s*```(\w*)\s*$", lines[i])
+        if m:
+            start, body = i + 1, []
+            i += 1
+            while not re.match(r"\s*```\s*$", lines[i]):
+                body.append(lines[i])
+                i += 1
+            yield m.group(1), start, "\n".join(body)
+        i += 1
+
+
+@cache
+def walk() -> tuple[Command, ...]:
+    blocks = list(fenced())
+    out: list[Command] = []
+    for k, (lang, start, body) in enumerate(blocks):
+        if lang != "sh":
+            continue
+        # What it prints: the next ```text block, when no other command block comes first.
+        following = blocks[k + 1] if k + 1 < len(blocks) else None
+        adjacent = following is not None and following[0] == "text"
+        cmds: list[Command] = []
+        pending, first, depth = "", 0, 0
+        for n, raw in enumerate(body.splitlines(), start=start + 1):
+            line = raw.strip()
+            if not pending and (not line or line.startswith("#")):
+                continue
+            if not pending:
+                first = n
+            pending = f"{pending} {line}".strip()
+            if pending.endswith("\\"):
+                pending = pending[:-1].rstrip()
+                continue
+            depth += len(re.findall(r"(?:^|;\s*|\s)for\s", line)) - len(re.findall(r"(?:^|;\s*|\s)done\b", line))
+            if depth > 0:
+                continue
+            cmds.append(Command(first, pending, None))
+            pending = ""
+        if cmds and adjacent:
+            cmds[-1].output = following[2]  # type: ignore[index]
+        out.extend(cmds)
+    return tuple(out)
+
+
+# --- values and renders -------------------------------------------------------------------------------------
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def scalar(text: str) -> Any:
+    if text in ("true", "false"):
+        return text == "true"
+    return int(text) if re.fullmatch(r"-?\d+", text) else text
+
+
+def set_path(values: dict[str, Any], path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    for p in parents:
+        values = values.setdefault(p, {})
+    values[leaf] = value
+
+
+@dataclass
+class Release:
+    values: dict[str, Any]
+    files: dict[str, str]
+
+    @property
+    def notes(self) -> str:
+        return next(t for p, t in self.files.items() if p.endswith("NOTES.txt"))
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        return [d for p, t in sorted(self.files.items()) if not p.endswith("NOTES.txt")
+                for d in yaml.safe_load_all(t) if d]
+
+    def named(self, kind: str) -> dict[str, dict[str, Any]]:
+        out = {d["metadata"]["name"]: d for d in self.objects if d["kind"] == kind}
+        if kind == "PersistentVolumeClaim":  # a StatefulSet's claims: <template>-<set>-<ordinal>
+            for s in (d for d in self.objects if d["kind"] == "StatefulSet"):
+                for t in s["spec"].get("volumeClaimTemplates", []):
+                    for i in range(s["spec"].get("replicas", 1)):
+                        out[f"{t['metadata']['name']}-{s['metadata']['name']}-{i}"] = t
+        return out
+
+    def pods(self) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
+        """(labels, pod spec) of every pod the release runs."""
+        for d in self.objects:
+            if d["kind"] == "Pod":
+                yield d["metadata"].get("labels", {}), d["spec"]
+            elif d["kind"] in ("Deployment", "StatefulSet", "Job"):
+                t = d["spec"]["template"]
+                yield t["metadata"].get("labels", {}), t["spec"]
+
+    def containers(self) -> Iterator[dict[str, Any]]:
+        for _, spec in self.pods():
+            yield from spec.get("initContainers", [])
+            yield from spec.get("containers", [])
+
+
+class Walk:
+    """The state the guide builds as it goes: files in its directory, `my-values.yaml`'s origin, the renders."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.aliases: dict[str, Path] = {}
+        self.releases: list[tuple[Command, Release]] = []
+
+    def values_file(self, name: str) -> Path:
+        if name in self.aliases:
+            return self.aliases[name]
+        path = REPO / name
+        assert path.is_file(), f"values file {name} is neither an example nor copied earlier in the walk"
+        return path
+
+    def helm_install(self, cmd: Command) -> Release:
+        argv = cmd.argv()
+        assert argv[:3] == ["helm", "upgrade", "--install"], cmd.where()
+        assert argv[3] == RELEASE and argv[4] == "charts/ragfr", cmd.where()
+        values: dict[str, Any] = {}
+        i = 5
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-n", "--namespace"):
+                assert argv[i + 1] == NAMESPACE, cmd.where()
+                i += 2
+            elif a in ("-f", "--values"):
+                values = deep_merge(values, yaml.safe_load(self.values_file(argv[i + 1]).read_text()) or {})
+                i += 2
+            elif a == "--set":
+                for pair in argv[i + 1].split(","):
+                    key, _, value = pair.partition("=")
+                    set_path(values, key, scalar(value))
+                i += 2
+            elif a == "--timeout":
+                assert re.fullmatch(r"\d+[smh]", argv[i + 1]), cmd.where()
+                i += 2
+            else:
+                assert a in ("--create-namespace", "--wait"), f"{cmd.where()}: option {a} not checked"
+                i += 1
+        release = Release(values, render_raw(values))
+        self.releases.append((cmd, release))
+        return release
+
+    def current(self) -> Release:
+        """The release as the guide last installed it (before its first install: the first install)."""
+        return self.releases[-1][1] if self.releases else self.first
+
+    first: Release
+
+
+def selector_matches(selector: str, labels: dict[str, str]) -> bool:
+    for term in selector.split(","):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k) == v:
+                return False
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            if labels.get(k) != v.lstrip("="):
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def kubectl(*args: str, cwd: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["HOME"] = str(cwd)
+    done = subprocess.run(["kubectl", *args, "--dry-run=client", "-o", "yaml"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+    return yaml.safe_load(done.stdout)
+
+
+def secret_references(release: Release) -> dict[str, set[str]]:
+    """Secret name -> the keys the rendered chart reads from it (env, envFrom excluded; TLS of Ingresses)."""
+    refs: dict[str, set[str]] = {}
+    for c in release.containers():
+        for e in c.get("env", []):
+            ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+            if ref:
+                refs.setdefault(ref["name"], set()).add(ref["key"])
+    for ing in (d for d in release.objects if d["kind"] == "Ingress"):
+        for tls in ing["spec"].get("tls", []):
+            refs.setdefault(tls["secretName"], set()).update({"tls.crt", "tls.key"})
+    return refs
+
+
+def is_ragfr_image(image: str) -> bool:
+    return any(re.search(rf"(^|/)ragfr/{n}[:@]", image) for n in IMAGE_NAMES)
+
+
+# --- the walk --------------------------------------------------------------------------------------------------
+
+CHECKED: list[str] = []
+
+
+def run_walk(directory: Path) -> Walk:
+    w = Walk(directory)
+    cmds = walk()
+    installs = [c for c in cmds if c.text.startswith("helm upgrade --install")]
+    assert installs, "the guide installs nothing?"
+    for c in cmds:  # `my-values.yaml` is known before the first install is rendered
+        if c.text.startswith("cp "):
+            _, src, dst = c.argv()
+            assert (REPO / src).is_file(), c.where()
+            shutil.copy(REPO / src, directory / dst)
+            w.aliases[dst] = REPO / src
+            break
+    w.first = w.helm_install(installs[0])
+    w.releases.clear()
+    created: list[tuple[Command, dict[str, Any]]] = []
+    for c in cmds:
+        t = c.text
+        reason = next((r for prefix, r in NOT_HERE.items() if t.startswith(prefix)), None)
+        if t.startswith("helm upgrade --install"):
+            check_install(w, c, w.helm_install(c))
+        elif t.startswith("cp "):
+            pass  # done above
+        elif t.startswith(LOCAL_SHELL):
+            done = subprocess.run(["bash", "-c", t], cwd=directory, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, f"{c.where()}: {done.stderr}"
+        elif re.match(r"kubectl (-n \S+ )?create ", t):
+            if t.startswith("kubectl -n ragfr create secret tls"):
+                make_certificate(c, directory)
+            created.append((c, kubectl(*c.argv()[1:], cwd=directory)))
+        elif t.startswith("kubectl") and " -l " in t:
+            check_selector(w, c)
+        elif re.match(r"kubectl -n ragfr (get|delete) ", t):
+            check_names(w, c)
+        elif t.startswith("make "):
+            if not check_make(w, c):
+                assert reason, f"{c.where()}: make target neither run here nor listed in NOT_HERE"
+                CHECKED.append(f"not here: {c.where()} ({reason})")
+                continue
+        elif reason:
+            if t.startswith("kubectl get nodes"):
+                check_nodes(w, c)
+            elif t.startswith("helm test"):
+                assert any(d["kind"] == "Pod" and d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test"
+                           for d in w.current().objects), c.where()
+            elif t.startswith("for n in ") and "import" in t:
+                check_import_loop(c)
+            elif t.startswith("for n in ") and "images ls" in t:
+                check_image_list(c)
+            CHECKED.append(f"not here: {c.where()} ({reason})")
+            continue
+        else:
+            pytest.fail(f"{c.where()}: no check for this command and no reason in NOT_HERE")
+        CHECKED.append(f"checked: {c.where()}")
+    check_secrets(w, created)
+    return w
+
+
+def check_install(w: Walk, c: Command, release: Release) -> None:
+    if c.output and "NOTES:" in c.output:
+        shown = c.output.split("NOTES:", 1)[1].splitlines()
+        notes = release.notes.splitlines()
+        for line in shown:
+            if line.strip() and "…" not in line:
+                assert line in notes, f"{c.where()}: the guide shows {line!r}, the chart's NOTES do not print it"
+    images = {(c2["image"], c2.get("imagePullPolicy")) for c2 in release.containers()}
+    registry = release.values.get("global", {}).get("imageRegistry")
+    ours = [(i, p) for i, p in images if is_ragfr_image(i)]
+    assert len({i for i, _ in ours}) == len(IMAGE_NAMES), (c.where(), ours)
+    if registry:  # step 2's registry: every image from it, the ragfr ones pulled again
+        assert all(i.startswith(f"{registry}/") for i, _ in images), (c.where(), images)
+        assert all(p == "IfNotPresent" for _, p in ours), (c.where(), ours)
+    elif w.aliases.get("my-values.yaml") and "my-values.yaml" in c.text:
+        # step 2: imported images are never pulled, so a node that missed them never pulls docker.io/ragfr/*
+        assert all(p == "Never" and i.startswith("ragfr/") for i, p in ours), (c.where(), ours)
+
+
+def make_certificate(c: Command, directory: Path) -> None:
+    argv = c.argv()
+    crt = next(a.split("=", 1)[1] for a in argv if a.startswith("--cert="))
+    key = next(a.split("=", 1)[1] for a in argv if a.startswith("--key="))
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "2", "-subj", "/CN=chat.lan.example", "-keyout", str(directory / key),
+                    "-out", str(directory / crt)], check=True, capture_output=True)
+
+
+def check_secrets(w: Walk, created: list[tuple[Command, dict[str, Any]]]) -> None:
+    assert created, "the guide creates no Secret?"
+    refs: dict[str, set[str]] = {}
+    for _, release in w.releases:
+        for name, keys in secret_references(release).items():
+            refs.setdefault(name, set()).update(keys)
+    for c, obj in created:
+        if obj["kind"] == "Namespace":
+            assert obj["metadata"]["name"] == NAMESPACE, c.where()
+            continue
+        assert obj["kind"] == "Secret" and obj["metadata"]["namespace"] == NAMESPACE, c.where()
+        name, keys = obj["metadata"]["name"], set(obj.get("data", {}))
+        assert name in refs, f"{c.where()}: no rendered release of the guide reads Secret {name}"
+        assert refs[name] <= keys, f"{c.where()}: the chart reads keys {sorted(refs[name] - keys)} it lacks"
+        assert all(v for v in obj["data"].values()), f"{c.where()}: an empty key"
+
+
+def check_selector(w: Walk, c: Command) -> None:
+    argv = c.argv()
+    selector = argv[argv.index("-l") + 1]
+    words = [a for a in argv[1:] if not a.startswith("-") and a not in (NAMESPACE, selector)]
+    verb = words[0]
+    kind = "Pod" if verb == "logs" else KINDS[words[1]]
+    release = w.current()
+    if kind == "Pod":
+        matched = [labels for labels, _ in release.pods() if selector_matches(selector, labels)]
+    else:
+        matched = [d for d in release.objects if d["kind"] == kind
+                   and selector_matches(selector, d["metadata"].get("labels", {}))]
+    assert matched, f"{c.where()}: selector {selector} matches no {kind} of the rendered release"
+
+
+def listed_names(output: str, kind: str) -> list[str]:
+    rows = [r for r in output.splitlines() if r.strip() and not r.startswith("NAME ")]
+    names = [r.split()[0].rsplit("/", 1)[-1] for r in rows]
+    return [n for n in names if "…" not in n]
+
+
+def check_names(w: Walk, c: Command) -> None:
+    argv = c.argv()
+    words = [a for a in argv[4:] if not a.startswith("-") and a != "name"]
+    kind, names = KINDS[words[0]], words[1:]
+    release = w.current()
+    existing = release.named(kind)
+    for n in names:
+        assert n in existing, f"{c.where()}: no {kind} {n} in the rendered release"
+    if c.output:
+        shown = listed_names(c.output, kind)
+        assert shown, c.where()
+        for n in shown:
+            assert n in existing, f"{c.where()}: the guide shows {kind} {n}, which the release does not have"
+        if kind == "NetworkPolicy":
+            assert set(shown) == set(existing), (c.where(), sorted(existing))
+        if kind == "PersistentVolumeClaim":
+            assert set(shown) == set(existing), (c.where(), sorted(existing))
+            for row in c.output.splitlines()[1:]:
+                name, _, _, capacity, *_ = row.split()
+                assert capacity == existing[name]["spec"]["resources"]["requests"]["storage"], row
+        if kind == "Service":
+            for row in c.output.splitlines()[1:]:
+                name, type_, *_ = row.split()
+                svc = existing[name]
+                assert type_ == svc["spec"]["type"], row
+                port = svc["spec"]["ports"][0]
+                assert f"{port['port']}:{port['nodePort']}/TCP" in row, (row, port)
+        if kind == "Ingress":
+            for row in c.output.splitlines()[1:]:
+                name, cls, host, *_ = row.split()
+                spec = existing[name]["spec"]
+                assert cls == spec["ingressClassName"] and host == spec["rules"][0]["host"], row
+
+
+def check_make(w: Walk, c: Command) -> bool:
+    """True when the command ran here; the target and the variables it is given are checked either way."""
+    argv = c.argv()
+    target, assigns = argv[1], dict(a.split("=", 1) for a in argv[2:])
+    assert target in make_targets(), c.where()
+    recipes = "\n".join(p.read_text() for p in [REPO / "Makefile", *(REPO / "mk").glob("*.mk")])
+    for var in assigns:
+        assert f"$({var})" in recipes or var in (REPO / "scripts" / "deploy.sh").read_text(), (c.where(), var)
+    if target == "deploy":
+        files = " ".join(str(w.values_file(f)) for f in assigns.get("VALUES", "").split())
+        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+        env.update(HOME=str(w.dir), PATH="/usr/bin:/bin", VALUES=files)
+        done = subprocess.run(["make", "-s", "-C", str(REPO), "deploy", *(f"{k}={v}" for k, v in assigns.items()
+                                                                          if k != "VALUES")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "deploy: no Kubernetes cluster configured" in done.stderr, \
+            (c.where(), done.stderr)
+        return True
+    if target == "chart-render":
+        done = subprocess.run(["make", "-s", "-C", str(REPO), "chart-render", f"EXAMPLE={assigns['EXAMPLE']}"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (c.where(), done.stderr[-2000:])
+        kinds = {d["kind"] for d in yaml.safe_load_all(done.stdout) if d}
+        assert {"StatefulSet", "Deployment", "Job"} <= kinds, (c.where(), kinds)
+        return True
+    return False
+
+
+def check_nodes(w: Walk, c: Command) -> None:
+    assert c.output, c.where()
+    nodes = {r.split()[0] for r in c.output.splitlines()[1:]}
+    pinned = {spec["nodeSelector"]["kubernetes.io/hostname"] for _, spec in w.first.pods()
+              if "kubernetes.io/hostname" in spec.get("nodeSelector", {})}
+    assert pinned and pinned <= nodes, (c.where(), pinned, nodes)
+
+
+def check_import_loop(c: Command) -> None:
+    archives = re.search(r"for f in ([^;]+);", c.text).group(1).split()  # type: ignore[union-attr]
+    assert sorted(archives) == sorted(f"{n}-{APP_VERSION}.oci.tar" for n in IMAGE_NAMES), c.where()
+    assert "import - <" in c.text, c.where()  # ctr images import reads standard input with "-"
+
+
+def check_image_list(c: Command) -> None:
+    assert c.output, c.where()
+    refs = {r for r in c.output.splitlines() if r.startswith("docker.io/")}
+    assert refs == {f"docker.io/ragfr/{n}:{APP_VERSION}" for n in IMAGE_NAMES}, (c.where(), refs)
+
+
+# --- tests ---------------------------------------------------------------------------------------------------
+
+def test_every_command_of_the_walk_is_run_or_checked_or_said_why_not(tmp_path: Path) -> None:
+    if not shutil.which("kubectl"):
+        pytest.skip("kubectl (the client only: --dry-run=client) is not installed")
+    CHECKED.clear()
+    run_walk(tmp_path)
+    checked = [x for x in CHECKED if x.startswith("checked")]
+    assert len(walk()) == len(CHECKED) and len(checked) >= 20, "\n".join(CHECKED)
+
+
+def test_the_walk_installs_first_with_the_example_it_copies() -> None:
+    installs = [c for c in walk() if c.text.startswith("helm upgrade --install")]
+    copy = next(c for c in walk() if c.text.startswith("cp "))
+    assert copy.argv()[1] == "charts/ragfr/examples/k3s-first-install.yaml" and copy.line < installs[0].line
+    lan = {Path(a).name for c in installs for a in c.argv() if a.startswith("charts/ragfr/examples/")}
+    assert {"lan-traefik.yaml", "lan-servicelb.yaml"} <= lan
+
+
+def test_the_images_built_are_the_chart_s() -> None:
+    # What `make images` ends with (step 1): the references the chart renders by default, as podman names them.
+    shown = next(b for lang, _, b in fenced() if lang == "text" and b.startswith("localhost/"))
+    refs = [r.split()[0] for r in shown.splitlines()]
+    assert refs == [f"localhost/ragfr/{n}:{APP_VERSION}" for n in IMAGE_NAMES]
+
+
+def test_the_refusal_shown_is_the_gate_s() -> None:
+    tree = ast.parse((REPO / "src" / "ragfr" / "owui" / "chat_gate.py").read_text())
+    consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+              for t in n.targets if isinstance(t, ast.Name)}
+    refusal = next(b for lang, _, b in fenced() if lang == "text" and b.startswith("Les documents"))
+    lines = refusal.splitlines()
+    assert lines[0] == consts["REFUSAL"] and lines[2] == consts["CLOSEST"]
+    assert f"`{consts['NO_PASSAGE']}`" in DOC.read_text(encoding="utf-8")
+
+
+def test_every_ragfr_command_of_the_page_has_its_options() -> None:
+    verbs = ragfr_commands()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    found = 0
+    for span in re.findall(r"`(ragfr [a-z][^`]*)`", DOC.read_text(encoding="utf-8")):
+        if "…" in span or "<" in span:
+            continue
+        argv = shlex.split(span)[1:]
+        assert argv[0] in verbs, span
+        p = sub.choices[argv[0]]  # type: ignore[attr-defined]
+        rest = argv[1:]
+        if verbs[argv[0]] and rest and rest[0] in verbs[argv[0]]:
+            inner = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
+            p, rest = inner.choices[rest[0]], rest[1:]
+        for opt in (a.split("=", 1)[0] for a in rest if a.startswith("-")):
+            assert opt in p._option_string_actions, f"{span}: {opt} is not an option of it"
+        found += 1
+    assert found >= 4
+
+
+def test_inline_make_commands_of_the_walk_run(tmp_path: Path) -> None:
+    w = Walk(tmp_path)
+    shutil.copy(CHART / "examples" / "k3s-first-install.yaml", tmp_path / "my-values.yaml")
+    w.aliases["my-values.yaml"] = CHART / "examples" / "k3s-first-install.yaml"
+    spans = re.findall(r"`(make (?:deploy|chart-render) [A-Z]+=[^`]+)`", DOC.read_text(encoding="utf-8"))
+    assert len(spans) >= 2
+    for span in spans:
+        assert check_make(w, Command(0, span, None)), span

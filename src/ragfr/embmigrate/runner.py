@@ -19,7 +19,7 @@ from ragfr.db.connect import connect
 from ragfr.db.ddl import LockBudget
 from ragfr.embed import load_embedder, parse_spec
 from ragfr.embed.space import EmbeddingSpace, read_space
-from ragfr.embmigrate import backfill, indexing, state, swap, verify
+from ragfr.embmigrate import backfill, indexing, labels, state, swap, verify
 from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
@@ -172,6 +172,7 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
                     f"(or `{CMD} rollback` to return to {current.from_model})")
                 if on_switch is not None:
                     on_switch(current.to_model, current.to_dims)
+                _relabel(conn, current, current.from_model, current.to_model, say, opts.command())
                 return 0
             if current is None and space.model == target:
                 if opts.dims is not None and opts.dims != space.dims:
@@ -192,9 +193,13 @@ def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) 
                 migration_id = current.id
                 say(f"resuming migration #{migration_id} to {target} (phase {current.phase})")
             try:
-                return _run(conn, migration_id, embedder, dims, opts, say, on_switch)
+                _run(conn, migration_id, embedder, dims, opts, say, on_switch)
             except stop.Stopped as stopped:
                 raise _kept(conn, stopped, opts.command()) from None
+            switched = state.open_migration(conn)
+            if switched is not None and switched.phase is Phase.SWITCHED:
+                _relabel(conn, switched, switched.from_model, switched.to_model, say, opts.command())
+            return 0
 
 
 def _kept(conn: psycopg.Connection, stopped: stop.Stopped, resume: str) -> stop.Stopped:
@@ -213,6 +218,22 @@ def _kept(conn: psycopg.Connection, stopped: stop.Stopped, resume: str) -> stop.
         stopped.signum,
         f"{name}: migration #{current.id} stopped in phase {current.phase}; {what}. Resume with `{resume}`",
     )
+
+
+def _relabel(conn: psycopg.Connection, mig: state.Migration, old: str, new: str, say: Say, resume: str) -> int:
+    """After the space changed to `new`: the chunks' vmetadata labels follow (ragfr.embmigrate.labels)."""
+    try:
+        n = labels.relabel(conn, old, new)
+    except stop.Stopped as stopped:
+        raise stop.Stopped(
+            stopped.signum,
+            f"{stopped.signal_name}: migration #{mig.id}: document_chunk.vector is {new}; stopped while rewriting "
+            f"the model named in vmetadata.{labels.KEY} (chunks rewritten so far are kept, the others still name "
+            f"{old}). Finish with `{resume}`",
+        ) from None
+    if n:
+        say(f"vmetadata.{labels.KEY} of {n} chunk(s) now names {new}")
+    return n
 
 
 def _prepare(
@@ -254,7 +275,7 @@ def _run(
     opts: MigrateOptions,
     say: Say,
     on_switch: SpaceHook | None,
-) -> int:
+) -> None:
     if _phase(conn, migration_id) is Phase.BACKFILL:
         written = backfill.fill(conn, migration_id, backfill.NEXT, embedder, dims, opts.batch, progress=opts.progress,
                                 progress_every=opts.progress_every)
@@ -282,13 +303,12 @@ def _run(
         kill_point("after-verify")
     if opts.no_switch:
         say("verified; not switching (--no-switch). Re-run the same command without it to switch.")
-        return 0
+        return
     stop.checkpoint()
     _switch(conn, migration_id, embedder, dims, opts, say)
     kill_point("after-switch")
     if on_switch is not None:
         on_switch(embedder.model_id, dims)
-    return 0
 
 
 def _catch_up(conn: psycopg.Connection, fill: Callable[[], int], pending: Callable[[], int], batch: int,
@@ -391,6 +411,11 @@ def rollback(
             current = state.open_migration(conn)
             if current is None:
                 last = state.last_migration(conn)
+                if last is not None and last.phase is Phase.ROLLED_BACK and last.switched_at is not None:
+                    # A rollback stopped while rewriting the labels: its re-run finishes them.
+                    if _relabel(conn, last, last.to_model, last.from_model, say, f"{CMD} rollback"):
+                        say(f"migration #{last.id} was already rolled back; its labels are now done")
+                        return 0
                 if last is not None and last.phase is Phase.FINALIZED:
                     raise MigrationStateError(
                         f"migration #{last.id} was finalized: the {last.from_model} vectors are gone, so it cannot "
@@ -414,8 +439,9 @@ def rollback(
                 _rollback_switched(conn, current, batch, progress, say, budget, progress_every)
             except stop.Stopped as stopped:
                 raise _kept(conn, stopped, f"{CMD} rollback") from None
-    if on_rollback is not None:
-        on_rollback(current.from_model, current.from_dims)
+            if on_rollback is not None:
+                on_rollback(current.from_model, current.from_dims)
+            _relabel(conn, current, current.to_model, current.from_model, say, f"{CMD} rollback")
     return 0
 
 
@@ -472,6 +498,10 @@ def finalize(dsn: str, say: Say, budget: LockBudget | None = None) -> int:
                     f"{current.phase}: continue it to the switch with `{CMD} migrate --to {current.to_model}`, "
                     f"or abandon it with `{CMD} rollback`"
                 )
+
+            # Before the drop: a migration stopped while rewriting its labels is finished here, while it is
+            # still open and `finalize` can be run again.
+            _relabel(conn, current, current.from_model, current.to_model, say, f"{CMD} finalize")
 
             def work(c: psycopg.Connection) -> None:
                 ddl.drop_columns(c, names.TRIGGER_PREV, names.VECTOR_PREV, names.MODEL_PREV)

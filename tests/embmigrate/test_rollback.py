@@ -9,8 +9,10 @@ import numpy as np
 import psycopg
 from tests.support.embmigrate import SOURCE, TARGET, owui_insert, snapshot
 
+from ragfr.cli.embeddings import format_status
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
+from ragfr.embmigrate.state import Phase
 
 
 def _opts(dsn: str, **kw: bool) -> runner.MigrateOptions:
@@ -61,3 +63,20 @@ def test_rollback_before_the_switch_drops_the_shadow_and_nothing_else(source_db:
     # A new migration can start afresh after a rollback.
     assert runner.migrate(_opts(dsn), print) == 0
     assert snapshot(dsn)["space"] == (TARGET, 384)
+
+
+def test_status_counts_the_migrations_batches_not_the_rollbacks(source_db: Callable[[int], str]) -> None:
+    """Issue 28 item 5: `status` showed the rollback's re-embedding batches as the migration's."""
+    dsn = source_db(16)
+    assert runner.migrate(_opts(dsn), print) == 0
+    switched = runner.status(dsn).migration
+    assert switched is not None and (switched.rows_embedded, switched.batches) == (16, 2)  # --batch 8
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        owui_insert(conn, [("chunk-after-1", "Premier document écrit après la bascule."),
+                           ("chunk-after-2", "Second document écrit après la bascule.")], spec=TARGET)
+    assert runner.rollback(dsn, print, batch=1, progress=False) == 0  # two batches of the old model
+    done = runner.status(dsn).migration
+    assert done is not None and done.phase is Phase.ROLLED_BACK
+    assert (done.rows_embedded, done.batches, done.rows_reembedded_old) == (16, 2, 2)
+    assert "  rows embedded 16 in 2 batch(es); re-embedded for the old space 2" in format_status(
+        runner.status(dsn)).splitlines()

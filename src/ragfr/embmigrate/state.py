@@ -153,12 +153,19 @@ def set_phase(conn: psycopg.Connection, migration_id: int, phase: Phase, **extra
 _SETTABLE = frozenset({"recall_at_10", "recall_sample"})
 
 
+# counter -> whether its batches are counted in `batches`: the migration's batches only (its backfill and
+# catch-ups). A rollback's re-embedding is reported by rows_reembedded_old alone: counted in, it made
+# `status` show more batches for the migration than it ever ran (issue 28 item 5).
+_COUNTERS: dict[str, bool] = {"rows_embedded": True, "rows_reembedded_old": False}
+
+
 def add_progress(conn: psycopg.Connection, migration_id: int, counter: str, rows: int) -> None:
     """Count rows written, in the same transaction as the vectors themselves (the checkpoint)."""
-    if counter not in ("rows_embedded", "rows_reembedded_old"):
+    if counter not in _COUNTERS:
         raise ValueError(counter)
+    batches = ", batches = batches + 1" if _COUNTERS[counter] else ""
     conn.execute(
-        f"UPDATE {names.STATE_TABLE} SET {counter} = {counter} + %s,"  # noqa: S608
-        " batches = batches + 1, updated_at = now() WHERE id = %s",
+        f"UPDATE {names.STATE_TABLE} SET {counter} = {counter} + %s{batches},"  # noqa: S608
+        " updated_at = now() WHERE id = %s",
         (rows, migration_id),
     )

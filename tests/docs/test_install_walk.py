@@ -255,13 +255,17 @@ def selector_matches(selector: str, labels: dict[str, str]) -> bool:
     return True
 
 
-def kubectl(*args: str, cwd: Path) -> dict[str, Any]:
+def kubectl(*args: str, cwd: Path) -> tuple[dict[str, Any], str]:
+    """The object a `kubectl create` would send, and the line it prints (without " (dry run)")."""
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["HOME"] = str(cwd)
-    done = subprocess.run(["kubectl", *args, "--dry-run=client", "-o", "yaml"], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-    return yaml.safe_load(done.stdout)
+    out = []
+    for extra in (["-o", "yaml"], []):
+        done = subprocess.run(["kubectl", *args, "--dry-run=client", *extra], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        out.append(done.stdout)
+    return yaml.safe_load(out[0]), out[1].strip().removesuffix(" (dry run)")
 
 
 def secret_references(release: Release) -> dict[str, set[str]]:
@@ -302,6 +306,7 @@ def run_walk(directory: Path) -> Walk:
     w.first = w.helm_install(installs[0])
     w.releases.clear()
     created: list[tuple[Command, dict[str, Any]]] = []
+    said: set[str] = set()
     for c in cmds:
         t = c.text
         reason = next((r for prefix, r in NOT_HERE.items() if t.startswith(prefix)), None)
@@ -315,7 +320,11 @@ def run_walk(directory: Path) -> Walk:
         elif re.match(r"kubectl (-n \S+ )?create ", t):
             if t.startswith("kubectl -n ragfr create secret tls"):
                 make_certificate(c, directory)
-            created.append((c, kubectl(*c.argv()[1:], cwd=directory)))
+            obj, printed = kubectl(*c.argv()[1:], cwd=directory)
+            created.append((c, obj))
+            said.add(printed)
+            for line in (c.output or "").splitlines():  # what the guide shows it prints
+                assert line in said, f"{c.where()}: the guide shows {line!r}; kubectl printed {sorted(said)}"
         elif t.startswith("kubectl") and " -l " in t:
             check_selector(w, c)
         elif re.match(r"kubectl -n ragfr (get|delete) ", t):

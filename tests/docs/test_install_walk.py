@@ -355,7 +355,11 @@ def run_walk(directory: Path) -> Walk:
 
 def check_install(w: Walk, c: Command, release: Release) -> None:
     if c.output and "NOTES:" in c.output:
-        shown = c.output.split("NOTES:", 1)[1].splitlines()
+        head, notes_shown = c.output.split("NOTES:", 1)
+        fields = dict(line.split(": ", 1) for line in head.splitlines() if ": " in line)
+        assert fields["NAME"] == RELEASE and fields["NAMESPACE"] == NAMESPACE, (c.where(), fields)
+        assert f'Release "{RELEASE}" does not exist. Installing it now.' in head, c.where()
+        shown = notes_shown.splitlines()
         notes = release.notes.splitlines()
         for line in shown:
             if line.strip() and "…" not in line:

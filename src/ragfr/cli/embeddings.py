@@ -25,7 +25,9 @@ how it works (full procedure, timings and disk estimates: {RUNBOOK}):
             meanwhile, verifies (every chunk has an M-dim vector of the new model; HNSW recall@10 against
             exact search), then switches in ONE transaction: document_chunk.vector IS the new column with
             index idx_document_chunk_vector, the old one is kept as vector_prev. Searches keep using the
-            old space until that transaction commits. Interrupted (even kill -9)? Run the same command.
+            old space until that transaction commits. Then, in committed batches, each chunk's
+            vmetadata.embedding_config.model is rewritten to the new model (rollback writes the old one
+            back). Interrupted (even kill -9)? Run the same command.
   status    phase, progress, pending rows, index validity, whether a migrator is running.
   rollback  before finalize: restores the old space exactly (re-embeds with the old model only the rows
             written after the switch).

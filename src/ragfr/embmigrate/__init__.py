@@ -4,7 +4,8 @@ The chunk text is already in `document_chunk`: it is re-embedded into a shadow c
 verified, and swapped in with one transaction (docs/runbooks/embedding-migration.md). Modules:
 `names` (every identifier), `catalog` (what the database has), `state` (the phase row), `lock`
 (one migrator at a time), `backfill` (checkpointed re-embedding), `indexing`, `verify`, `swap`
-(the atomic renames), `runner` (the commands), `plan` (dry-run), `stop` (signals honoured at the next
+(the atomic renames), `labels` (the model named in vmetadata, after a switch or rollback),
+`runner` (the commands), `plan` (dry-run), `stop` (signals honoured at the next
 safe point), `progress` (a bar on a terminal, plain lines elsewhere), `faults` (test kill points) and
 `k8s` (the same steps as a Kubernetes Job, and Open WebUI's configuration at the switch).
 """

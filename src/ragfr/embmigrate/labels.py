@@ -4,9 +4,11 @@ a rollback.
 Both writers label each chunk with the model that embedded it: ragfr ingest as
 `{"engine": "ragfr", "model": "<spec>"}`, Open WebUI as `{"engine": "ollama", "model": "<ollama model>"}`. The
 label is not what searches trust (the `embedding_model` column is, checked by migration 0009's trigger), but
-it is what an operator and Open WebUI's citations see (`ragfr search --json`, the chat's sources), so a
-label that names the model the vector no longer comes from is a lie. It is rewritten rather than dropped
-because Open WebUI writes it into every chunk it embeds: dropping it from ours would leave two kinds of rows.
+it is what people read: `ragfr search --json` prints it, and ragfr's Open WebUI adapter (owui/native.py)
+hands it to Open WebUI with each source. A label naming a model the vector no longer comes from misleads
+whoever checks which model answered. It is rewritten rather than dropped because Open WebUI writes the same
+key into every chunk it embeds (routers/retrieval.py; it reads it nowhere): dropping it from ragfr's rows
+would leave two kinds of rows, and ragfr ingest would write it again.
 
 Why not in the switch transaction: `vmetadata` is GIN-indexed, so rewriting it is a non-HOT update that
 inserts into every index of the table (both HNSW graphs included), about a backfill's write cost without the

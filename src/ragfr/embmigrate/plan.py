@@ -115,7 +115,8 @@ def _steps(phase: Phase | None, todo: int, dims: int, target: str, opts: Migrate
         f"({opts.recall_sample} queries, ef_search {opts.ef_search})",
         Phase.READY: ("stop before the switch (--no-switch)" if opts.no_switch else
                   f"switch in one transaction: {names.VECTOR}->{names.VECTOR_PREV}, "
-                  f"{names.VECTOR_NEXT}->{names.VECTOR}, indexes likewise, space -> {target}"),
+                  f"{names.VECTOR_NEXT}->{names.VECTOR}, indexes likewise, space -> {target}; then "
+                  f"vmetadata.embedding_config.model -> {target} in committed batches"),
     }
     start = _ORDER.index(phase)
     if phase is Phase.READY:

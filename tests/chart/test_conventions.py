@@ -274,3 +274,63 @@ def test_gateway_pods_reach_open_webui_through_the_network_policy() -> None:
 ])
 def test_gateway_api_route_refusals(values: dict, message: str) -> None:  # type: ignore[type-arg]
     assert message in error_line(values)
+
+
+def _owui(docs: list) -> dict:  # type: ignore[type-arg]
+    return one(docs, "Deployment", "-openwebui")["spec"]  # type: ignore[no-any-return]
+
+
+def test_reranker_cache_on_a_pvc_survives_restarts() -> None:
+    docs = render(example_values("reranker-cache"))
+    pvc = one(docs, "PersistentVolumeClaim", "-reranker-cache")
+    assert pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-path",
+                           "resources": {"requests": {"storage": "1Gi"}}}
+    spec = _owui(docs)
+    pod = spec["template"]["spec"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "hf-cache"]
+    assert volume == {"name": "hf-cache", "persistentVolumeClaim": {"claimName": pvc["metadata"]["name"]}}
+    init = {c["name"]: c for c in pod["initContainers"]}
+    # The init container downloads into it; Open WebUI only reads it.
+    assert {"name": "hf-cache", "mountPath": "/opt/hf-cache", "readOnly": False} in init["cache-reranker"]["volumeMounts"]
+    assert {"name": "hf-cache", "mountPath": "/opt/hf-cache", "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    assert env_of(init["cache-reranker"])["RERANKER_SOURCE"] == "download"
+    # The non-root init container can write a fresh volume.
+    assert pod["securityContext"]["fsGroup"] == init["cache-reranker"]["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["fsGroupChangePolicy"] == "OnRootMismatch"
+    # A ReadWriteOnce cache cannot follow a rolling update onto another node, even with a RWX data volume.
+    assert spec["strategy"] == {"type": "Recreate"}
+    rwx_data = {**example_values("reranker-cache")["openwebui"], "persistence": {"accessModes": ["ReadWriteMany"]}}
+    assert _owui(render({"openwebui": rwx_data}))["strategy"] == {"type": "Recreate"}
+    assert "strategy" not in _owui(render({"openwebui": {"persistence": {"accessModes": ["ReadWriteMany"]}}}))
+
+
+def test_reranker_cache_is_off_by_default_and_an_existing_claim_is_used_as_is() -> None:
+    docs = render()
+    assert not [d for d in docs if d["metadata"]["name"].endswith("-reranker-cache")]
+    pod = _owui(docs)["template"]["spec"]
+    assert [v for v in pod["volumes"] if v["name"] == "hf-cache"][0]["emptyDir"] == {"sizeLimit": "2Gi"}
+    assert "fsGroup" not in pod["securityContext"]
+    own = render({"openwebui": {"reranker": {"cache": {"enabled": True, "existingClaim": "hf-models"}}}})
+    assert not [d for d in own if d["kind"] == "PersistentVolumeClaim" and "reranker" in d["metadata"]["name"]]
+    (volume,) = [v for v in _owui(own)["template"]["spec"]["volumes"] if v["name"] == "hf-cache"]
+    assert volume["persistentVolumeClaim"] == {"claimName": "hf-models"}
+
+
+def test_reranker_cache_shared_by_replicas_needs_read_write_many() -> None:
+    replicas = example_values("replicas")
+    cached = {**replicas, "openwebui": {**replicas["openwebui"], "reranker": {"cache": {"enabled": True}}}}
+    assert error_line(cached) == (
+        "openwebui.replicas=3 share the reranker cache, which a ReadWriteOnce volume cannot be on several nodes: "
+        "set openwebui.reranker.cache.accessModes to [ReadWriteMany] (Longhorn, NFS) or give an existingClaim "
+        "every node can mount")
+    for cache in ({"enabled": True, "accessModes": ["ReadWriteMany"]}, {"enabled": True, "existingClaim": "hf"}):
+        docs = render({**replicas, "openwebui": {**replicas["openwebui"], "reranker": {"cache": cache}}})
+        assert "strategy" not in _owui(docs)
+
+
+@pytest.mark.parametrize(("source", "given"), [("pvc", {"existingClaim": "hf"}),
+                                              ("image", {"image": {"repository": "reg/hf", "tag": "1"}})])
+def test_reranker_cache_needs_the_download_source(source: str, given: dict) -> None:  # type: ignore[type-arg]
+    reranker = {"source": source, "cache": {"enabled": True}, **given}
+    assert error_line({"openwebui": {"reranker": reranker}}).startswith(
+        f"openwebui.reranker.cache.enabled=true needs openwebui.reranker.source=download (source={source}")

@@ -74,7 +74,7 @@ def test_rollback_job_refuses_with_the_documented_line(migrated_db: Callable[...
     old_values = {"migrations": {"image": {"tag": "0.1.0"}}, **role}
     new_values = {"migrations": {"image": {"tag": "0.2.0"}}, **role}
     new_docs, old_docs = render(new_values, revision=2), render(old_values, revision=1)
-    new = one(new_docs, "Job", "-migrate-2")
+    new = one(new_docs, "Job", "-migrate-*")
     old = one(old_docs, "Job", "-migrate-*")
     # What the rollback re-applies: revision 1's Job, under its own name, with the old image.
     assert old["metadata"]["name"] != new["metadata"]["name"]

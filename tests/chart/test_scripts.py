@@ -206,7 +206,7 @@ def snapshot_download(**kw):
     with open(os.environ["SHIM_CALLS"], "a") as f:
         f.write(json.dumps(kw) + "\\n")
     dest = os.path.join(kw["cache_dir"], "models--" + kw["repo_id"].replace("/", "--"), "snapshots", kw["revision"])
-    shutil.copytree(os.environ["SHIM_MODEL"], dest)
+    shutil.copytree(os.environ["SHIM_MODEL"], dest, dirs_exist_ok=True)
     return dest
 
 _real.snapshot_download = snapshot_download
@@ -241,6 +241,39 @@ def test_reranker_download_fetches_the_pinned_commit_and_points_main_at_it(tmp_p
     assert ref.read_text() == SHA
     assert done.stdout.strip() == (
         f"reranker-cache: cross-encoder/ms-marco-MiniLM-L-6-v2 loads offline from {cache} (commit {SHA})")
+
+
+def test_reranker_download_is_not_repeated_when_the_cache_holds_the_pinned_commit(tmp_path: Path) -> None:
+    """openwebui.reranker.cache: the second start (same volume) loads the pinned commit without downloading."""
+    env, calls = _download_env(tmp_path, SHA)
+    cache = Path(env["SENTENCE_TRANSFORMERS_HOME"])
+    first = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert len(calls.read_text().splitlines()) == 1, "the second start downloaded again"
+    name = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    assert second.stdout.strip().splitlines() == [
+        f"reranker-cache: {name} at {SHA} already in {cache}: no download",
+        f"reranker-cache: {name} loads offline from {cache} (commit {SHA})"]
+    # A new pinned revision is not in the cache: downloaded, beside the old one.
+    newer = "d" * 40
+    third = run([sys.executable, str(FILES / "reranker-cache.py")], {**env, "RERANKER_REVISION": newer})
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert [json.loads(line)["revision"] for line in calls.read_text().splitlines()] == [SHA, newer]
+    assert third.stdout.strip().endswith(f"(commit {newer})")
+
+
+def test_reranker_incomplete_cache_is_downloaded_again(tmp_path: Path) -> None:
+    """A download cut short (pod killed) leaves the commit's directory without a loadable model."""
+    env, calls = _download_env(tmp_path, SHA)
+    cache = Path(env["SENTENCE_TRANSFORMERS_HOME"])
+    (cache / "models--cross-encoder--ms-marco-MiniLM-L-6-v2" / "snapshots" / SHA).mkdir(parents=True)
+    done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(calls.read_text().splitlines()) == 1
+    assert "already in" in done.stdout and "incomplete, downloading it again" in done.stdout
+    assert done.stdout.strip().endswith(f"(commit {SHA})")
 
 
 @pytest.mark.parametrize("revision", ["", "main", "v1.0", SHA[:12], SHA.upper(), SHA + "0"])

@@ -9,7 +9,9 @@ HF_HUB_OFFLINE once, at import).
 
 A download fetches the commit RERANKER_REVISION (openwebui.reranker.revision: a 40-hex commit sha, never a
 branch, so what runs is what was reviewed) and points the cache's refs/main at it, which is what Open WebUI
-resolves offline; the offline check then requires that commit.
+resolves offline; the offline check then requires that commit. The download is skipped when the cache
+already holds that commit and it loads offline (a persistent cache, openwebui.reranker.cache: a restart
+does not download again); the same commit check applies.
 """
 
 import os
@@ -55,10 +57,18 @@ def pin_main(cache: str, repo: str, revision: str) -> None:
     ref.write_text(revision)
 
 
-def run(offline: bool, repo: str) -> str:
+def snapshot_present(cache: str, repo: str, revision: str) -> bool:
+    """The pinned commit is already in the cache: a persistent cache (openwebui.reranker.cache) after the first
+    start. The offline load that follows proves it complete; an incomplete one is downloaded again."""
+    return (Path(cache) / f"models--{repo.replace('/', '--')}" / "snapshots" / revision).is_dir()
+
+
+def run(offline: bool, repo: str, fail: bool = True) -> str | None:
     flag = "1" if offline else "0"
     env = dict(os.environ, HF_HUB_OFFLINE=flag, TRANSFORMERS_OFFLINE=flag, RERANKER_REPO=repo)
     done = subprocess.run([sys.executable, "-c", RESOLVE_AND_LOAD], env=env, capture_output=True, text=True)
+    if done.returncode != 0 and not fail:
+        return None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         how = "offline from" if offline else f"at {os.environ.get('RERANKER_REVISION')} from Hugging Face into"
@@ -71,10 +81,17 @@ def main() -> None:
     source, name = os.environ.get("RERANKER_SOURCE"), os.environ["RAG_RERANKING_MODEL"]
     cache, repo = os.environ["SENTENCE_TRANSFORMERS_HOME"], repo_id(name)
     revision = checked_revision(source, os.environ.get("RERANKER_REVISION", ""))
-    if source == "download":
+    commit = None
+    if source == "download" and snapshot_present(cache, repo, revision):
+        pin_main(cache, repo, revision)
+        commit = run(offline=True, repo=repo, fail=False)
+        print(f"reranker-cache: {name} at {revision} already in {cache}: "
+              + ("no download" if commit is not None else "incomplete, downloading it again"))
+    if source == "download" and commit is None:
         run(offline=False, repo=repo)
         pin_main(cache, repo, revision)
-    commit = run(offline=True, repo=repo)
+    if commit is None:
+        commit = run(offline=True, repo=repo)
     if source == "download" and commit != revision:
         sys.exit(f"reranker-cache: {name} resolves offline to commit {commit}, not the pinned {revision}")
     print(f"reranker-cache: {name} loads offline from {cache} (commit {commit})")

@@ -5,15 +5,18 @@ of another engine or model, and every other metadata key, are left as they were.
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
 import pytest
-from tests.support.embmigrate import SOURCE, TARGET, owui_insert
+from tests.support.embmigrate import SOURCE, TARGET, owui_insert, run_cli
 
+from ragfr import stop
 from ragfr.cli import main as cli_main
 from ragfr.embmigrate import labels, runner
+from ragfr.embmigrate.state import Phase
 
 OTHER = {"engine": "openai", "model": "text-embedding-3-small"}  # a label no migration of ours wrote
 
@@ -145,3 +148,39 @@ def test_open_webui_labels_are_rewritten_in_place(source_db: Callable[[int], str
         assert labels.relabel(conn, old, new) == 4
         stored = [r[0] for r in conn.execute("SELECT vmetadata FROM document_chunk")]
     assert stored == [{"file_id": "f1", "embedding_config": {"engine": "ollama", "model": "nomic-embed-text"}}] * 4
+
+
+def test_a_migrate_killed_while_relabelling_is_finished_by_the_same_command(
+    source_db: Callable[[int], str],
+) -> None:
+    dsn = source_db(12)
+    _label_rows(dsn, SOURCE)
+    argv = ["embeddings", "migrate", "--dsn", dsn, "--to", TARGET, "--batch", "8", "--no-progress"]
+    killed = run_cli(argv, env={"RAGFR_EMBMIGRATE_KILL_AT": "relabel-before-commit"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    # Switched, labels still the old model's: the batch in flight left no trace.
+    assert {m["embedding_config"]["model"] for m in _metadata(dsn).values() if m["source"] != "y.txt"} == {
+        SOURCE, OTHER["model"]}
+    again = run_cli(argv)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.splitlines()[-1] == f"vmetadata.embedding_config of 10 chunk(s) now names {TARGET}"
+    _expect(_metadata(dsn), TARGET)
+
+
+def test_a_stop_while_relabelling_says_the_switch_is_done_and_how_to_finish(
+    source_db: Callable[[int], str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dsn = source_db(4)
+
+    def stopped(*_args: object, **_kw: object) -> int:
+        raise stop.Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(labels, "relabel", stopped)
+    with pytest.raises(stop.Stopped) as info:
+        runner.migrate(_opts(dsn), print)
+    assert str(info.value) == (
+        f"SIGTERM: migration #1: document_chunk.vector is {TARGET}; stopped while rewriting the model named in "
+        f"vmetadata.embedding_config (chunks rewritten so far are kept, the others still name {SOURCE}). "
+        f"Finish with `ragfr embeddings migrate --to {TARGET} --batch 8`"
+    )
+    assert runner.status(dsn).migration.phase is Phase.SWITCHED  # type: ignore[union-attr]

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import pytest
+from tests.support.embmigrate_corpus import chunks
 
 from ragfr.embed import load_embedder
 from ragfr.embmigrate.backfill import vector_literal
@@ -73,3 +76,16 @@ def run_cli(
         [sys.executable, "-m", "ragfr", *args], capture_output=True, text=True, env=full_env, timeout=timeout,
         check=False,
     )
+
+
+@pytest.fixture
+def source_db(migrated_db: Callable[..., str]) -> Callable[[int], str]:
+    """Factory: DSN of a fresh database in the 512-dim USE space with `n` chunks written the way Open WebUI
+    writes them (its five columns only). Registered by the conftest of tests/embmigrate and tests/cli."""
+    def make(n: int = N_CHUNKS) -> str:
+        dsn = migrated_db(dims=512, model=SOURCE)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            owui_insert(conn, chunks(n))
+        return dsn
+
+    return make

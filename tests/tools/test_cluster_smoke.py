@@ -11,6 +11,7 @@ Each test uses its own name prefix and checks that nothing with it is left in po
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 from collections.abc import Iterator
@@ -58,8 +59,9 @@ def run(prefix: str, tmp_path: Path, **kwargs: object) -> tuple[list[str], list[
 
 def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path) -> None:
     lines, stages = run(prefix, tmp_path)
-    assert [s.name for s in stages[1:]] == [
-        "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-1", "Deployment/ragfr-ollama",
+    # The Job's name ends with a hash of its spec (charts/ragfr/templates/_jobs.tpl).
+    assert [re.sub(r"-migrate-[0-9a-f]{10}$", "-migrate-<hash>", s.name) for s in stages[1:]] == [
+        "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-<hash>", "Deployment/ragfr-ollama",
         "Deployment/ragfr-openwebui (init containers wait-for-schema, wait-for-grants, db-passfile, copy-stock-openwebui, "
         "apply-french-patch)",
         "Deployment/ragfr-openwebui container open-webui (readiness patch check)",
@@ -98,7 +100,7 @@ def test_wrong_ragfr_image_tag_names_the_image(prefix: str, tmp_path: Path) -> N
 def test_failing_migrations_job_fails_with_its_own_log(prefix: str, tmp_path: Path) -> None:
     def wrong_database(docs: list[dict]) -> None:  # the Job's DSN names a database that does not exist
         for d in docs:
-            if d["kind"] == "Job" and d["metadata"]["name"] == "ragfr-migrate-1":
+            if d["kind"] == "Job" and d["metadata"]["name"].startswith("ragfr-migrate-"):
                 for e in d["spec"]["template"]["spec"]["containers"][0]["env"]:
                     if e["name"] == "DATABASE_URL":
                         e["value"] = e["value"].replace(":5432/ragfr?", ":5432/nope?")
@@ -106,7 +108,8 @@ def test_failing_migrations_job_fails_with_its_own_log(prefix: str, tmp_path: Pa
     with pytest.raises(SmokeFailure) as failure:
         run(prefix, tmp_path, mutate=wrong_database)
     message = str(failure.value)
-    assert message.startswith("Job/ragfr-migrate-1: container migrate failed (exit 2); last lines:")
+    expected = r"Job/ragfr-migrate-[0-9a-f]{10}: container migrate failed \(exit 2\); last lines:"
+    assert re.match(expected, message), message
     assert 'database "nope" does not exist' in message
 
 
@@ -199,7 +202,9 @@ def test_database_tls_clients_verify_the_server_and_plain_tcp_is_refused(prefix:
     cluster = Cluster(docs, prefix=prefix, workdir=tmp_path / "cluster", image_map=smoke.built_images())
     try:
         cluster.start(cluster.workload("StatefulSet", "ragfr-ragdb"))
-        migrate = cluster.workload("Job", "ragfr-migrate-1")
+        (name,) = [d["metadata"]["name"] for d in docs
+                   if d["kind"] == "Job" and d["metadata"]["name"].startswith("ragfr-migrate-")]
+        migrate = cluster.workload("Job", name)
         cluster.start(migrate, run_to_completion=True)
         cluster.check_in_pod(migrate, "migrate", ["python", "-c", TLS_PROBE, other.ca_crt], what="TLS probe")
         report = cluster.last_logs

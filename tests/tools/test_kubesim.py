@@ -22,6 +22,12 @@ def objects() -> dict[tuple[str, str], kp.Manifest]:
     return kp.index(render({}))
 
 
+def migrate_job(objects: dict[tuple[str, str], kp.Manifest]) -> kp.Manifest:
+    """The migrations Job: its name ends with a hash of its spec (charts/ragfr/templates/_jobs.tpl)."""
+    (name,) = [n for k, n in objects if k == "Job" and re.fullmatch(r"ragfr-migrate-[0-9a-f]{10}", n)]
+    return objects[("Job", name)]
+
+
 def secret(objects: dict[tuple[str, str], kp.Manifest], name: str, key: str) -> str:
     return base64.b64decode(objects[("Secret", name)]["data"][key]).decode()
 
@@ -34,7 +40,7 @@ def test_expand_follows_kubernetes() -> None:
 
 
 def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str], kp.Manifest]) -> None:
-    pod = kp.pod_of(objects[("Job", "ragfr-migrate-1")], objects)
+    pod = kp.pod_of(migrate_job(objects), objects)
     password = secret(objects, "ragfr-ragdb", "ragfr-password")
     wait, roles = pod.init_containers
     assert wait.name == "wait-for-postgres" and dict(wait.env)["PGPASSWORD"] == password
@@ -43,7 +49,7 @@ def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str]
     assert dict(roles.env)["PGPASSWORD"] == secret(objects, "ragfr-ragdb", "postgres-password")
     [migrate] = pod.containers
     assert migrate.command == ("ragfr", "migrate")
-    rendered = objects[("Job", "ragfr-migrate-1")]["spec"]["template"]["spec"]["containers"][0]["args"]
+    rendered = migrate_job(objects)["spec"]["template"]["spec"]["containers"][0]["args"]
     assert migrate.args == tuple(rendered) and migrate.args[:3] == ("--dims", "1024", "--embedding-model")
     # The password from the Secret, the URL without it (docs/install.md "Database passwords").
     assert dict(migrate.env)["PGPASSWORD"] == password
@@ -57,7 +63,7 @@ def test_job_pod_resolves_secrets_and_expands_args(objects: dict[tuple[str, str]
 
 
 def test_run_args_carry_the_security_context_and_mounts(objects: dict[tuple[str, str], kp.Manifest]) -> None:
-    pod = kp.pod_of(objects[("Job", "ragfr-migrate-1")], objects)
+    pod = kp.pod_of(migrate_job(objects), objects)
     c = pod.init_containers[0]
     argv = kp.run_args(c, pod_name="p", container_name="p-c", image="img", volume_paths={
         "tmp": "/h/tmp", "ragfr-scripts": "/h/scripts"}, claim_volumes={}, volumes=pod.volumes, detach=False)
@@ -100,11 +106,11 @@ def test_env_from_configmap_then_env(objects: dict[tuple[str, str], kp.Manifest]
 
 
 def test_unsupported_objects_fail_with_their_name(objects: dict[tuple[str, str], kp.Manifest]) -> None:
-    job = json.loads(json.dumps(objects[("Job", "ragfr-migrate-1")]))
+    job = json.loads(json.dumps(migrate_job(objects)))
     job["spec"]["template"]["spec"]["volumes"].append({"name": "x", "hostPath": {"path": "/"}})
-    with pytest.raises(kp.TranslationError, match="Job/ragfr-migrate-1: unsupported volume x"):
+    with pytest.raises(kp.TranslationError, match=r"Job/ragfr-migrate-[0-9a-f]{10}: unsupported volume x"):
         kp.pod_of(job, objects)
-    job = json.loads(json.dumps(objects[("Job", "ragfr-migrate-1")]))
+    job = json.loads(json.dumps(migrate_job(objects)))
     job["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["key"] = "nope"
     with pytest.raises(kp.TranslationError, match="Secret 'ragfr-ragdb' has no key 'nope'"):
         kp.pod_of(job, objects)

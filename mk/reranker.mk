@@ -6,6 +6,9 @@ RERANKER_DB ?= ragfr_reranker
 RERANKER_STATE ?= $(STATE)/reranker
 # A DSN to use instead of the private cluster's $(RERANKER_DB) (e.g. a benchmark cluster).
 RERANKER_DSN ?=
+# A named set of hyper-parameters from hyper.PRESETS (empty: its DEFAULT_PRESET).
+RERANKER_PRESET ?=
+export RAGFR_RERANKER_PRESET := $(RERANKER_PRESET)
 # `setup` by default, as the eval targets; empty to run in a venv that is already set up.
 RERANKER_SETUP ?= setup
 

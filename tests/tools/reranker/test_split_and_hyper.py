@@ -68,3 +68,14 @@ def test_other_library_versions_are_refused_unless_overridden(monkeypatch: pytes
     with pytest.warns(UserWarning, match="numpy"):
         record = hyper.check_versions()
     assert record["mismatches"]["numpy"][0] == "0.0.1"
+
+
+def test_presets_are_distinct_runs_and_an_unknown_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    hashes = {hyper.hyper_hash(h) for h in hyper.PRESETS.values()}
+    assert len(hashes) == len(hyper.PRESETS)
+    assert hyper.hyper_hash(hyper.PRESETS["e5s6-500q"]) == "553aa8a43dcc"  # the first measured run
+    monkeypatch.setenv(hyper.PRESET_ENV, "no-such-run")
+    with pytest.raises(SystemExit, match="no-such-run"):
+        hyper.preset()
+    monkeypatch.delenv(hyper.PRESET_ENV)
+    assert hyper.preset() == hyper.PRESETS[hyper.DEFAULT_PRESET]

@@ -64,20 +64,39 @@ def seed_everything(h: Hyper) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
+def build_cross_encoder(base: Path, h: Hyper) -> Any:
+    """A fresh CrossEncoder on the converted base, with the head hyper.head names (see its comment)."""
+    from sentence_transformers import CrossEncoder
+
+    if h.head == "cls":
+        return CrossEncoder(str(base), num_labels=1, max_length=h.max_length, device="cpu")
+    if h.head != "mean":
+        raise SystemExit(f"reranker: unknown head {h.head!r} (cls or mean)")
+    import torch
+    from sentence_transformers.cross_encoder.modules import Dense, Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    encoder = Transformer(str(base), transformer_task="feature-extraction")
+    hidden = encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension") else 384
+    # Identity: the score is the raw logit, the scale BCE-with-logits trains and ragfr's gate reads.
+    head = Dense(hidden, 1, activation_function=torch.nn.Identity(), module_output_name="scores")
+    return CrossEncoder(modules=[encoder, Pooling(hidden, pooling_mode="mean"), head], max_length=h.max_length,
+                        device="cpu")
+
+
 def train(base: Path, mined: Path, out: Path, h: Hyper = HYPER, *, split_hash: str = "") -> dict[str, Any]:
     versions = check_versions()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     seed_everything(h)
     import torch
-    from sentence_transformers import CrossEncoder
-
     started = time.monotonic()
     torch.manual_seed(h.seed)  # the fresh head's initialization comes from here
-    ce = CrossEncoder(str(base), num_labels=1, max_length=h.max_length, device="cpu")
-    model = ce.model
+    ce = build_cross_encoder(base, h)
+    model: Any = ce if h.head == "mean" else ce.model
     tok = ce.tokenizer
     if h.freeze_word_embeddings:
-        model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
+        encoder = ce[0].model if h.head == "mean" else model.base_model
+        encoder.embeddings.word_embeddings.weight.requires_grad_(False)
     rows = read_mined(mined)
     pairs = pairs_of(rows)
     rng = random.Random(h.seed)
@@ -111,7 +130,7 @@ def train(base: Path, mined: Path, out: Path, h: Hyper = HYPER, *, split_hash: s
             idx = order[b * h.batch_size : (b + 1) * h.batch_size]
             batch = tok.pad([features[i] for i in idx], return_tensors="pt")
             target = torch.tensor([labels[i] for i in idx], dtype=torch.float32)
-            logits = model(**batch).logits.view(-1)
+            logits = model(dict(batch))["scores"].view(-1) if h.head == "mean" else model(**batch).logits.view(-1)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target)
             loss.backward()
             optimizer.step()

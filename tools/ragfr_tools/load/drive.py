@@ -28,6 +28,10 @@ LEGACY_LINE = "Starting hybrid search"  # Open WebUI's legacy hybrid path, logge
 REQUEST_TIMEOUT_S = 120.0  # a chat still unanswered then is recorded as a hang (error: timeout)
 
 
+# Replies that carry the gate's decision on the passages: the only ones a repeat can be compared with.
+JUDGED = ("answered", "refused")
+
+
 @dataclass(frozen=True)
 class Outcome:
     kind: str  # answered, refused, busy, failed, refused-query, ungated, error
@@ -100,7 +104,11 @@ class History:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def compare(self, question: str, outcome: Outcome) -> bool | None:
-        """None for a first ask; else whether this repeat got the first ask's sources and decision."""
+        """None for a first ask, or for a reply that judged no passage (busy, failed, an error: it says the
+        search did not run, nothing about the documents); else whether this repeat got the first judged
+        ask's sources and decision."""
+        if outcome.kind not in JUDGED:
+            return None
         with self.lock:
             seen = self.first.get(question)
             if seen is None:

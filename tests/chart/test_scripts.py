@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from tests.support.chart import CHART
 from tests.support.paths import REPO
-from tests.support.standins import tiny_cross_encoder
+from tests.support.standins import tiny_cross_encoder, tiny_cross_encoder_cache
 
 FILES = CHART / "files"
 # Every file the patch manifest edits (the chart's openwebui.patch.files must list the same).
@@ -163,22 +163,9 @@ def test_reranker_cache_fails_the_pod_when_the_model_is_not_cached(tmp_path: Pat
     ), line
 
 
-def _tiny_cross_encoder_cache(cache: Path, repo: str) -> None:
-    """A Hugging Face cache holding a tiny, randomly initialised BERT cross-encoder under `repo`.
-
-    STAND-IN: no cross-encoder weights are available offline here; the test is about the cache LAYOUT the
-    air-gapped runbook tells operators to provide and the init script's offline load, not about scores.
-    """
-    commit = "0" * 40
-    root = cache / f"models--{repo.replace('/', '--')}"
-    (root / "refs").mkdir(parents=True)
-    (root / "refs" / "main").write_text(commit)
-    tiny_cross_encoder(root / "snapshots" / commit, words=("ecole", "publique"))
-
-
 def test_reranker_cache_accepts_a_pre_filled_cache_offline(tmp_path: Path) -> None:
     repo = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-    _tiny_cross_encoder_cache(tmp_path, repo)
+    tiny_cross_encoder_cache(tmp_path, repo)
     env = {"RERANKER_SOURCE": "pvc", "RAG_RERANKING_MODEL": repo,
            "SENTENCE_TRANSFORMERS_HOME": str(tmp_path), "HF_HOME": str(tmp_path / "elsewhere")}
     done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
@@ -232,7 +219,7 @@ def test_reranker_download_fetches_the_pinned_commit_and_points_main_at_it(tmp_p
     env, calls = _download_env(tmp_path, SHA)
     cache = Path(env["SENTENCE_TRANSFORMERS_HOME"])
     # A cache from an earlier, unpinned release: refs/main at another commit. The pinned one must win.
-    _tiny_cross_encoder_cache(cache, "cross-encoder/ms-marco-MiniLM-L-6-v2")
+    tiny_cross_encoder_cache(cache, "cross-encoder/ms-marco-MiniLM-L-6-v2")
     done = run([sys.executable, str(FILES / "reranker-cache.py")], env)
     assert done.returncode == 0, done.stderr[-2000:]
     (call,) = [json.loads(line) for line in calls.read_text().splitlines()]
@@ -290,7 +277,7 @@ def test_reranker_download_without_a_commit_sha_is_refused_before_any_download(t
 def test_reranker_pvc_source_needs_no_revision(tmp_path: Path) -> None:
     """pvc/image caches are the operator's: loaded as Open WebUI resolves them, the commit reported."""
     repo = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-    _tiny_cross_encoder_cache(tmp_path, repo)
+    tiny_cross_encoder_cache(tmp_path, repo)
     env = {"RERANKER_SOURCE": "pvc", "RERANKER_REVISION": "", "RAG_RERANKING_MODEL": repo,
            "SENTENCE_TRANSFORMERS_HOME": str(tmp_path), "HF_HOME": str(tmp_path)}
     done = run([sys.executable, str(FILES / "reranker-cache.py")], env)

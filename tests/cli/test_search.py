@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.support.standins import tiny_cross_encoder, tiny_cross_encoder_cache
 
 from ragfr.cli import build_parser
 from ragfr.cli import main as cli_main
@@ -18,6 +19,7 @@ from ragfr.db.filters import parse_condition
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
+from ragfr.retrieval.rerank import FRENCH_MODEL_DIR
 
 E5 = "local:multilingual-e5-small"
 
@@ -89,7 +91,7 @@ def kb(migrated_db):
 
 
 def _search(capsys: pytest.CaptureFixture[str], dsn: str, *args: str) -> tuple[int, str, str]:
-    rc = cli_main(["search", "--dsn", dsn, "--no-rerank", "--lexical-only", *args])
+    rc = cli_main(["search", "--dsn", dsn, "--lexical-only", *args])
     captured = capsys.readouterr()
     return rc, captured.out, captured.err
 
@@ -115,27 +117,129 @@ def test_empty_embedder_is_refused(kb, capsys) -> None:
     assert rc == 2 and "empty embedder spec" in err and out == ""
 
 
-def _without_reranker(args: list[str], hf_home: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, bool]]:
-    """The CLI in a child process with an empty Hugging Face cache; reports which heavy modules it imported."""
+def _child(args: list[str], tmp_path: Path, env: dict[str, str] | None = None
+           ) -> tuple[subprocess.CompletedProcess[str], dict[str, bool]]:
+    """The CLI in a child process: Hugging Face cache in tmp_path/hf (empty unless a test fills it), RAGFR_RERANKER
+    unset unless `env` sets it, and the French model directory pointed at tmp_path/opt-ragfr-reranker (absent
+    unless a test creates it: whatever this machine holds in /opt never decides a result). Reports which heavy
+    modules the command imported."""
     code = (
-        "import json, sys\nfrom ragfr.cli import main\nrc = main(sys.argv[1:])\n"
+        "import json, sys\nfrom pathlib import Path\nimport ragfr.retrieval.rerank as rerank\n"
+        "rerank.FRENCH_MODEL_DIR = Path(sys.argv[1])\nfrom ragfr.cli import main\nrc = main(sys.argv[2:])\n"
         "print(json.dumps({m: m in sys.modules for m in ('torch', 'sentence_transformers')}))\nsys.exit(rc)\n"
     )
-    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
-    env.pop("RAGFR_RERANKER", None)
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
+    child_env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    child_env.pop("RAGFR_RERANKER", None)
+    child_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-c", code, str(_french_dir(tmp_path)), *args], capture_output=True,
+                          text=True, env=child_env, timeout=300, check=False)
     return proc, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_missing_reranker_is_refused_before_any_model_load(kb, tmp_path: Path) -> None:
-    proc, imported = _without_reranker(["search", "--dsn", kb, "--collection", "contrat", "franchise"], tmp_path)
-    assert proc.returncode == 2
-    err = proc.stderr.strip()
-    assert err.startswith("ragfr: error: reranker 'cross-encoder/ms-marco-MiniLM-L-6-v2' could not be loaded from "
-                          "the Hugging Face cache (HF_HOME) — offline: ") and "\n" not in err
-    assert err.endswith("Pre-cache the model (see docs/install.md, air-gapped install) or run with --no-rerank")
-    assert imported == {"torch": False, "sentence_transformers": False}
+def _french_dir(tmp_path: Path) -> Path:
+    return tmp_path / "opt-ragfr-reranker"
+
+
+def test_search_and_ask_help_say_no_cross_encoder_by_default_and_why(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("search", "ask"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([command, "--help"])
+        out = " ".join(capsys.readouterr().out.split())  # argparse re-wraps option help
+        for needle in ("--rerank ", "--no-rerank", 'docs/retrieval-quality.md, "Cross-encoder"', "ranks below RRF",
+                       "$RAGFR_RERANKER", str(FRENCH_MODEL_DIR), "make reranker"):
+            assert needle in out, (command, needle)
+        assert "ms-marco" not in out
+
+
+@pytest.mark.parametrize("command", ["search", "ask"])
+def test_rerank_and_no_rerank_exclude_each_other(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([command, "--collection", "c", "--rerank", "--no-rerank", "q"])
+    assert exited.value.code == 2
+    assert "argument --no-rerank: not allowed with argument --rerank" in capsys.readouterr().err
+
+
+def test_default_search_neither_reranks_nor_loads_a_model(kb, tmp_path: Path) -> None:
+    """No flag: the fused order, no cross-encoder imported, even with RAGFR_RERANKER naming a model that
+    does not exist (the variable chooses the model of --rerank; it does not turn reranking on)."""
+    for extra in ([], ["--no-rerank"]):
+        proc, imported = _child(["search", "--dsn", kb, "--collection", "contrat", "--json", *extra, "franchise"],
+                                tmp_path, env={"RAGFR_RERANKER": str(tmp_path / "absent-model")})
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout.strip().rsplit("\n{", 1)[0])
+        assert out["results"] and all(h["rerank_score"] is None for h in out["results"])
+        assert out["settings"]["reranker"] is None
+        assert imported == {"torch": False, "sentence_transformers": False}
+
+
+def test_rerank_without_a_model_says_where_it_looked_before_any_model_load(kb, tmp_path: Path) -> None:
+    for command in ("search", "ask"):
+        proc, imported = _child([command, "--dsn", kb, "--collection", "contrat", "--rerank", "franchise"], tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip() == (
+            f"ragfr: error: no cross-encoder found: RAGFR_RERANKER is unset and {_french_dir(tmp_path)} (the French "
+            "cross-encoder's directory in the ragfr/reranker image) does not exist. `make reranker` builds one "
+            "(.state/reranker/model-<hash>/); set RAGFR_RERANKER or --reranker to its directory, or to a Hugging "
+            "Face name in the local cache")
+        assert imported == {"torch": False, "sentence_transformers": False}
+
+
+def test_a_named_model_missing_from_the_cache_is_refused_before_any_model_load(kb, tmp_path: Path) -> None:
+    """ms-marco is no default any more but stays usable by name; absent from the offline cache, it is refused."""
+    name = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    for args, env in ((["--reranker", name], {}), ([], {"RAGFR_RERANKER": name})):
+        proc, imported = _child(["search", "--dsn", kb, "--collection", "contrat", "--rerank", *args, "franchise"],
+                                tmp_path, env=env)
+        assert proc.returncode == 2
+        err = proc.stderr.strip()
+        assert err.startswith(f"ragfr: error: reranker '{name}' could not be loaded from "
+                              "the Hugging Face cache (HF_HOME) — offline: ") and "\n" not in err
+        assert err.endswith("Pre-cache the model (docs/runbooks/air-gapped-install.md) or search without --rerank")
+        assert imported == {"torch": False, "sentence_transformers": False}
+
+
+def test_reranker_without_rerank_is_refused(kb, capsys) -> None:
+    rc = cli_main(["search", "--dsn", kb, "--collection", "contrat", "--reranker", "acme/ce", "franchise"])
+    assert rc == 2 and capsys.readouterr().err.strip() == (
+        "ragfr: error: --reranker names the cross-encoder of --rerank; add --rerank (reranking is off by default)")
+    rc = cli_main(["search", "--dsn", kb, "--collection", "contrat", "--rerank", "--reranker", " ", "franchise"])
+    assert rc == 2 and "empty --reranker" in capsys.readouterr().err
+
+
+def test_rerank_uses_the_model_directory_given_else_ragfr_reranker(kb, tmp_path: Path, capsys, monkeypatch) -> None:
+    """--rerank --reranker DIR reranks with DIR; without --reranker, $RAGFR_RERANKER is the model, in `ask` too.
+    STAND-IN weights (tests/support/standins.py): what is checked is which model scored the hits, never the order."""
+    given, from_env = tiny_cross_encoder(tmp_path / "given"), tiny_cross_encoder(tmp_path / "env")
+    monkeypatch.setenv("RAGFR_RERANKER", str(from_env))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("RAGFR_GATE_CE_EVIDENCE", raising=False)
+    for args, model in ((["--reranker", str(given)], given), ([], from_env)):
+        rc = cli_main(["search", "--dsn", kb, "--collection", "contrat", "--rerank", *args, "--json", "franchise vol"])
+        out = json.loads(capsys.readouterr().out)
+        assert rc == 0 and out["settings"]["reranker"] == str(model)
+        assert len(out["results"]) == 2 and all(h["rerank_score"] is not None for h in out["results"])
+
+    class Forbidden:
+        def chat(self, model: str, messages: list[dict[str, str]]) -> str:
+            raise AssertionError("the chat model must not be called below the evidence threshold")
+
+    monkeypatch.setattr("ragfr.cli.ask._chat_client", lambda timeout: Forbidden())
+    rc = cli_main(["ask", "--dsn", kb, "--collection", "contrat", "--rerank", "--json", "recette de la tarte tatin"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 3 and out["grounded"] is False
+    assert out["evidence"]["scale"] == "rrf"  # reranked, but no calibrated cross-encoder threshold is set
+
+
+def test_rerank_by_hugging_face_name_from_the_cache(kb, tmp_path: Path) -> None:
+    """A model named like ms-marco, found in the offline cache (HF_HOME/hub): loaded by name and used."""
+    name = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    tiny_cross_encoder_cache(tmp_path / "hf" / "hub", name, words=("franchise", "vol"))
+    proc, imported = _child(["search", "--dsn", kb, "--collection", "contrat", "--rerank", "-k", "1", "--json",
+                             "franchise"], tmp_path, env={"RAGFR_RERANKER": name})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().rsplit("\n{", 1)[0])
+    assert out["settings"]["reranker"] == name and imported["sentence_transformers"]
+    assert len(out["results"]) == 1 and out["results"][0]["rerank_score"] is not None
 
 
 def test_reranker_present_in_the_cache_passes_the_check(tmp_path: Path) -> None:

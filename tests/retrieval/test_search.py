@@ -350,7 +350,7 @@ def test_cli_ask_refuses_without_calling_the_model(kb, capsys, monkeypatch) -> N
             raise AssertionError("the chat model must not be called below the evidence threshold")
 
     monkeypatch.setattr("ragfr.cli.ask._chat_client", lambda timeout: Forbidden())
-    rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--no-rerank", "--json", "tarte tatin aux pommes"])
+    rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--json", "tarte tatin aux pommes"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 3 and out["grounded"] is False and out["evidence"]["scores"]
 
@@ -433,7 +433,7 @@ def test_cli_ask_with_ollama_down_is_one_line(kb, capsys, monkeypatch) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
-    rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--no-rerank", "délai pour déclarer un sinistre"])
+    rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "délai pour déclarer un sinistre"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith(f"ragfr: error: cannot reach Ollama at http://127.0.0.1:{port}"), err
     assert "\n" not in err
@@ -446,7 +446,7 @@ def test_cli_ask_gives_up_on_a_silent_chat_model(kb, capsys, monkeypatch) -> Non
         server.listen()
         monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{server.getsockname()[1]}")
         started = time.monotonic()
-        rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--no-rerank", "--chat-timeout", "1",
+        rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--chat-timeout", "1",
                        "délai pour déclarer un sinistre"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "did not answer within 1 s" in err and "\n" not in err, err

@@ -21,3 +21,13 @@ def tiny_cross_encoder(path: Path, words: tuple[str, ...] = ("sinistre", "franch
                         intermediate_size=8, num_labels=1)
     BertForSequenceClassification(config).save_pretrained(path)
     return path
+
+
+def tiny_cross_encoder_cache(cache: Path, repo: str, words: tuple[str, ...] = ("ecole", "publique")) -> Path:
+    """A Hugging Face hub cache at `cache` (HF_HOME/hub, or SENTENCE_TRANSFORMERS_HOME) holding the tiny
+    cross-encoder under the name `repo`, at commit 0*40 with refs/main: what an offline load by name finds."""
+    commit = "0" * 40
+    root = cache / f"models--{repo.replace('/', '--')}"
+    (root / "refs").mkdir(parents=True)
+    (root / "refs" / "main").write_text(commit)
+    return tiny_cross_encoder(root / "snapshots" / commit, words=words)

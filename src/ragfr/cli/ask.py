@@ -17,9 +17,14 @@ chat's (ragfr/retrieval/gate.py): RRF scores, or the cross-encoder's logits when
 AND $RAGFR_GATE_CE_EVIDENCE holds a calibrated threshold
 (docs/runbooks/calibrate-relevance-threshold.md).
 
+No cross-encoder by default (the fused top -k, 10, go to the gate): the French one trained here ranks below
+RRF and costs ~2.4 s a question (docs/retrieval-quality.md, "Cross-encoder"). --rerank turns it on, as in
+`ragfr search`: the model is --reranker, else $RAGFR_RERANKER, else /opt/ragfr/reranker (`make reranker`).
+
 examples:
   ragfr ask --collection contrats "Quel est le délai pour déclarer un vol ?"
-  ragfr ask --collection contrats --no-rerank --json --chat-model qwen2.5:3b "Qu'est-ce qui n'est pas couvert ?"
+  ragfr ask --collection contrats --json --chat-model qwen2.5:3b "Qu'est-ce qui n'est pas couvert ?"
+  RAGFR_RERANKER=.state/reranker/model-d6bd6fbf6999 ragfr ask --collection contrats --rerank "Qui paie la franchise ?"
 """
 
 

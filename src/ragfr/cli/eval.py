@@ -10,9 +10,11 @@ from pathlib import Path
 from ragfr.cli.common import add_dsn, require_dsn
 from ragfr.eval.configs import DEFAULT_DEPTH
 from ragfr.eval.registry import config_names
+from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL_DIR
 
 # Only ragfr's own configurations are gated: the Open WebUI baselines are context, not our product.
 DEFAULT_GATED = ("ragfr-lexical", "ragfr-vector", "ragfr-hybrid")
+RERANK_CONFIG = "ragfr-hybrid-rerank"  # the one configuration --reranker applies to
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "  ragfr-lexical        ragfr French BM25 arm          } all four call\n"
             "  ragfr-vector         ragfr HNSW vector arm          } ragfr.retrieval.hybrid.search\n"
             "  ragfr-hybrid         ragfr RRF of both arms         } with different\n"
-            "  ragfr-hybrid-rerank  ragfr hybrid + cross-encoder   } arm switches\n"
+            "  ragfr-hybrid-rerank  ragfr hybrid + cross-encoder   } arm switches (model: --reranker)\n"
             "  owui-native          Open WebUI 0.12.4's own PgvectorClient.hybrid_search (needs .venv-owui)\n\n"
             "DIR uses the BEIR layout: corpus.jsonl (_id, title, text[, metadata]), queries.jsonl (_id, text\n"
             "[, filters, tags]), qrels/test.tsv (query-id, corpus-id, score). The database's embedding space\n"
@@ -41,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "examples:\n"
             "  ragfr eval --dataset eval/golden --embedder local:multilingual-e5-small\n"
             "  ragfr eval --dataset .cache/piaf --limit-queries 2000 --seed 1 --json --out piaf.jsonl\n"
+            "  ragfr eval --dataset eval/golden --configs ragfr-hybrid,ragfr-hybrid-rerank \\\n"
+            "      --reranker .state/reranker/model-d6bd6fbf6999\n"
             "  ragfr eval --dataset eval/golden --baseline eval/baselines.json --suite golden   # CI gate\n\n"
             "exit status: 0 done (and gate passed), 1 gate failed, 2 bad input or setup"
         ),
@@ -49,8 +53,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--dataset", required=True, type=Path, metavar="DIR", help="BEIR dataset directory")
     parser.add_argument("--embedder", metavar="SPEC",
                         help="embedder spec, e.g. local:multilingual-e5-small (default: the database's space)")
-    parser.add_argument("--config", action="append", metavar="NAME",
+    parser.add_argument("--config", "--configs", action="append", metavar="NAME",
                         help=f"configuration to run; repeat or comma-separate (here: {', '.join(config_names())})")
+    parser.add_argument("--reranker", metavar="PATH_OR_NAME",
+                        help=f"cross-encoder of {RERANK_CONFIG}: a model directory or a Hugging Face name in the "
+                             f"cache (default ${ENV_VAR}, else {FRENCH_MODEL_DIR}; none found: skipped)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     parser.add_argument("--limit-queries", type=int, metavar="N", help="evaluate a seeded random sample of N queries")
     parser.add_argument("--seed", type=int, default=0, help="seed of the --limit-queries sample (default 0)")
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from ragfr.eval.report import table, to_json, write_per_query
     from ragfr.eval.runner import resolve_configs, run_eval
     from ragfr.ingest.chunking import ChunkConfig
+    from ragfr.retrieval.rerank import resolve_model
 
     if (args.baseline is None) != (args.suite is None):
         raise ConfigError("--baseline and --suite go together")
@@ -89,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
     dsn = require_dsn(args)
     dataset = load_dataset(args.dataset)
     configs = resolve_configs([n.strip() for c in (args.config or []) for n in c.split(",") if n.strip()])
+    if args.reranker is not None:
+        resolve_model(args.reranker)  # an empty name is bad input, not "the default"
+        if RERANK_CONFIG not in configs:
+            raise ConfigError(f"--reranker is the model of {RERANK_CONFIG}, which this run does not include")
     defaults = ChunkConfig()
     chunking = ChunkConfig(size=args.chunk_size or defaults.size,
                            overlap=defaults.overlap if args.chunk_overlap is None else args.chunk_overlap)
@@ -98,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         embedder = load_embedder(spec)
         result = run_eval(conn, dsn, dataset, embedder, configs=configs, chunking=chunking,
                           limit_queries=args.limit_queries, seed=args.seed, depth=args.depth,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, reranker=args.reranker)
     out = args.out or Path(".cache") / "eval" / f"{dataset.name}.per-query.jsonl"
     write_per_query(result, out)
     document = to_json(result)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 from ragfr.cli.common import add_dsn, ef_search_arg, require_dsn
 from ragfr.db.filters import GRAMMAR
+from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL_DIR
 
 EPILOG = """\
 how it ranks:
@@ -16,7 +16,10 @@ how it ranks:
   vector arm    cosine on the HNSW index, hnsw.ef_search by graph size (or --ef-search), pinned and printed;
                 iterative scan relaxed_order when a filter can reject rows; float32 re-sort
   fusion        Reciprocal Rank Fusion (k=60), ties broken by chunk id
-  rerank        cross-encoder on the top 10 fused chunks, keeps 3 (--no-rerank: the fused top -k)
+  rerank        none by default (results = the fused top -k, 10): the French cross-encoder trained here
+                ranks below RRF and costs ~2.4 s a question (docs/retrieval-quality.md, "Cross-encoder").
+                --rerank: a cross-encoder scores the top --rerank-candidates (10) fused chunks, keeps -k (3);
+                its model is --reranker, else $RAGFR_RERANKER, else /opt/ragfr/reranker (`make reranker`)
 Filters are hard constraints applied inside both arms. If a filtered arm hits its scan budget before
 finding enough rows, the result says so (underfilled, with counts) instead of coming back short in silence.
 
@@ -28,7 +31,8 @@ exit status: 0 results printed (or "no result": the collection exists, nothing m
 examples:
   ragfr search --collection contrats "Comment déclarer un sinistre ?"
   ragfr search --collection contrats --filter produit=habitation --filter 'annee>=2023' \
-      -k 5 --no-rerank --json "franchise"
+      -k 5 --json "franchise"
+  ragfr search --collection contrats --rerank --reranker .state/reranker/model-d6bd6fbf6999 "franchise"
   ragfr search --collection contrats --filter 'produit=auto|habitation' --filter 'date<2024-07-01' "vol"
   ragfr search --collection contrats --filter 'titre="Frais | options"' "franchise"
 """
@@ -43,11 +47,18 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--filter", action="append", default=[], metavar="EXPR",
                    help="hard metadata filter, e.g. produit=habitation, annee>=2023 (repeatable)")
     p.add_argument("-k", type=int, default=None,
-                   help="results to return (default 3 with the reranker, 10 without)")
-    p.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder (results = fused top -k)")
-    p.add_argument("--reranker", default=os.environ.get("RAGFR_RERANKER", "cross-encoder/ms-marco-MiniLM-L-6-v2"),
-                   help="cross-encoder name or local path (default $RAGFR_RERANKER or ms-marco-MiniLM-L-6-v2)")
-    p.add_argument("--rerank-candidates", type=int, default=10, help="fused chunks the reranker sees (default 10)")
+                   help="results to return (default 10; 3 with --rerank)")
+    rerank = p.add_mutually_exclusive_group()
+    rerank.add_argument("--rerank", action="store_true",
+                        help="rerank the fused candidates with a cross-encoder (off by default, see below)")
+    # Kept for the scripts and docs that spell out the old opt-out; it is now the default.
+    rerank.add_argument("--no-rerank", action="store_true",
+                        help="no cross-encoder, results = fused top -k (the default)")
+    p.add_argument("--reranker", default=None, metavar="PATH_OR_NAME",
+                   help=f"cross-encoder directory or Hugging Face name, used with --rerank (default ${ENV_VAR}, "
+                        f"else {FRENCH_MODEL_DIR})")
+    p.add_argument("--rerank-candidates", type=int, default=10,
+                   help="fused chunks the cross-encoder sees with --rerank (default 10)")
     p.add_argument("--ef-search", type=ef_search_arg, default=None, metavar="N|auto",
                    help="hnsw.ef_search, 1-1000 (default auto: 100 up to 300k chunks in the graph, 200 above, "
                         "from the recall benchmark; the value used is printed with the results)")
@@ -58,7 +69,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="hybrid French search over ingested chunks",
-                       description="Hybrid French search: BM25 + vector arms, RRF, cross-encoder.",
+                       description="Hybrid French search: BM25 + vector arms, RRF; a cross-encoder on request.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_search_options(p)
     p.add_argument("query", help="the question or keywords (quote it)")
@@ -73,14 +84,17 @@ def run_search(args: argparse.Namespace) -> Any:
     from ragfr.retrieval.collections import require_collections
     from ragfr.retrieval.config import SearchConfig
     from ragfr.retrieval.hybrid import search
-    from ragfr.retrieval.rerank import load_reranker, require_reranker_files
+    from ragfr.retrieval.rerank import load_reranker, require_reranker_files, resolve_model
 
     if args.lexical_only and args.semantic_only:
         raise ConfigError("--lexical-only and --semantic-only exclude each other")
     if args.embedder is not None:
         parse_spec(args.embedder)  # "" is refused, never read as "the default"
     conditions = [parse_condition(f) for f in args.filter]
-    rerank = not args.no_rerank
+    rerank = bool(args.rerank)
+    if args.reranker is not None and not rerank:
+        # A model named without --rerank would be silently unused: say so rather than search without it.
+        raise ConfigError("--reranker names the cross-encoder of --rerank; add --rerank (reranking is off by default)")
     k = args.k if args.k is not None else (3 if rerank else 10)
     changes: dict[str, Any] = {
         "k": k, "rerank": rerank, "rerank_keep": k, "rerank_top_n": max(args.rerank_candidates, k),
@@ -89,9 +103,11 @@ def run_search(args: argparse.Namespace) -> Any:
     if args.ef_search is not None:
         changes["ef_search"] = args.ef_search
     config = SearchConfig().with_(**changes)
+    reranker = None
     if rerank:
-        require_reranker_files(args.reranker)  # seconds before loading torch, same message as a failed load
-    reranker = load_reranker(args.reranker) if rerank else None  # fails loudly before any query runs
+        model = resolve_model(args.reranker)
+        require_reranker_files(model)  # seconds before loading torch, same message as a failed load
+        reranker = load_reranker(model)  # fails loudly before any query runs
     with connect(require_dsn(args)) as conn:
         require_collections(conn, args.collection)
         embedder = None

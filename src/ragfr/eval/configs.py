@@ -23,6 +23,9 @@ class EvalContext:
     collection: str
     embedder: Embedder
     depth: int = DEFAULT_DEPTH
+    # The cross-encoder of the reranking configuration (`ragfr eval --reranker`); None: the same default
+    # as `ragfr search --rerank` ($RAGFR_RERANKER, else ragfr.retrieval.rerank.FRENCH_MODEL_DIR).
+    reranker: str | None = None
 
 
 class Ranker(Protocol):

@@ -12,7 +12,7 @@ from ragfr.eval.beir import Query
 from ragfr.eval.configs import ConfigSpec, EvalContext, Ranker
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.rerank import Reranker, load_reranker
+from ragfr.retrieval.rerank import Reranker, load_reranker, require_reranker_files, resolve_model
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,9 @@ def _factory(name: str) -> Callable[[EvalContext], Ranker | str]:
         reranker = None
         if arms.rerank:
             try:
-                reranker = load_reranker()
+                model = resolve_model(ctx.reranker)
+                require_reranker_files(model)  # an absent model is skipped without importing torch
+                reranker = load_reranker(model)
             except RagfrError as exc:
                 return f"no reranker model: {exc}"
         return RagfrRanker(name, ctx, arms, reranker)

@@ -57,6 +57,8 @@ def table(run: EvalRun) -> str:
     for name, result in run.results.items():
         if result.notes.get("unanswered"):
             lines.append(f"note: {name} returned nothing for {result.notes['unanswered']} queries")
+        if result.notes.get("reranker"):
+            lines.append(f"note: {name} reranked with {result.notes['reranker']}")
     for name, reason in run.skipped.items():
         lines.append(f"skipped: {name}: {reason}")
     for tag in SLICED_TAGS:

@@ -92,6 +92,7 @@ def run_eval(
     depth: int = DEFAULT_DEPTH,
     progress: bool = True,
     splitter: Splitter | None = None,
+    reranker: str | None = None,
 ) -> EvalRun:
     names = resolve_configs(configs)
     queries = with_derived_tags(dataset, select_queries(dataset, limit_queries, seed))
@@ -105,7 +106,7 @@ def run_eval(
             batch = queries[start : start + QUERY_BATCH]
             vectors.extend(embedder.embed_queries([q.text for q in batch]))
             bar.update(len(batch))
-    ctx = EvalContext(conn=conn, dsn=dsn, collection=collection, embedder=embedder, depth=depth)
+    ctx = EvalContext(conn=conn, dsn=dsn, collection=collection, embedder=embedder, depth=depth, reranker=reranker)
     specs = registry()
     results: dict[str, ConfigResult] = {}
     skipped: dict[str, str] = {}
@@ -126,7 +127,11 @@ def run_eval(
                     bar.update(1)
         finally:
             ranker.close()
-        notes = {"unanswered": ranker.unanswered} if hasattr(ranker, "unanswered") else {}
+        notes: dict[str, Any] = {"unanswered": ranker.unanswered} if hasattr(ranker, "unanswered") else {}
+        # A reranked figure means nothing without the model that produced it.
+        model = getattr(getattr(ranker, "reranker", None), "model_id", None)
+        if model:
+            notes["reranker"] = model
         results[name] = ConfigResult(name, per_query, rankings, time.perf_counter() - started, notes)
     ingest = {"documents": report.documents, "chunks": report.chunks, "inserted": report.inserted,
               "unchanged": report.unchanged}

@@ -16,11 +16,11 @@ Scales
         (eval/gate/unanswerable.jsonl) it refuses 33 (82.5%: 16/20 off-domain, 17/20 near-domain).
         The first guess, top 10 instead of top 3 (0.03068), answered 100% but refused only 40%.
   cross-encoder
-        raw logits of cross-encoder/ms-marco-MiniLM-L-6-v2 (sigmoid(logit) is the probability-like
-        value Open WebUI's RAG_RELEVANCE_THRESHOLD filters on). Defaults: evidence 0.0 (sigmoid 0.5),
-        noise floor -4.0 (sigmoid 0.018). These come from the model's training objective (binary
-        relevance, logit 0 = undecided), not from a calibration run on our data: no cross-encoder
-        weights are available offline on our build machines. Calibrate with
+        raw logits of the cross-encoder that ran (`--rerank`, or Open WebUI's reranker; none by default),
+        the defaults written for cross-encoder/ms-marco-MiniLM-L-6-v2's scale (sigmoid(logit) is the
+        probability-like value Open WebUI's RAG_RELEVANCE_THRESHOLD filters on). Defaults: evidence 0.0
+        (sigmoid 0.5), noise floor -4.0 (sigmoid 0.018). These come from that model's training objective
+        (binary relevance, logit 0 = undecided), not from a calibration run on our data. Calibrate with
         `python -m ragfr_tools.eval.gate_calibration --reranker MODEL` where the model is, and set
         RAGFR_GATE_CE_EVIDENCE (docs/runbooks/calibrate-relevance-threshold.md). Until it is set, reranked
         searches are gated on RRF too (scale_for), in `ragfr ask` as in the chat.

@@ -1,7 +1,9 @@
-"""Cross-encoder reranking (sentence-transformers CrossEncoder), loaded loudly or not at all.
+"""Cross-encoder reranking (sentence-transformers CrossEncoder): off unless asked for, then loaded loudly.
 
-Open WebUI without its reranker weights logs "CrossEncoder error" and quietly runs without one; here a
-configured model that cannot be loaded is a startup error naming the model and the path tried.
+Off by default: the French cross-encoder trained here ranks below the hybrid RRF order (issue 29,
+docs/retrieval-quality.md "Cross-encoder"). When asked for, the model is --reranker, else $RAGFR_RERANKER,
+else FRENCH_MODEL_DIR. Open WebUI without its reranker weights logs "CrossEncoder error" and quietly runs
+without one; here a requested model that cannot be loaded is a startup error naming the model and the path tried.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any, Protocol
 from ragfr.errors import ConfigError
 
 log = logging.getLogger(__name__)
-DEFAULT_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+# Where the ragfr/reranker image holds the French cross-encoder `make reranker` trains (docs/reranker.md).
+FRENCH_MODEL_DIR = Path("/opt/ragfr/reranker")
+ENV_VAR = "RAGFR_RERANKER"
 
 
 class Reranker(Protocol):
@@ -26,7 +30,7 @@ class Reranker(Protocol):
 
 
 class CrossEncoderReranker:
-    """Scores are raw logits (ms-marco models: roughly -11 irrelevant .. +10 relevant); see gate.py."""
+    """Scores are raw logits (e.g. ms-marco models: roughly -11 irrelevant .. +10 relevant); see gate.py."""
 
     def __init__(self, model: str, *, max_length: int = 512, batch_size: int = 16) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a hub at query time
@@ -58,8 +62,32 @@ def _unloadable(model: str, why: str) -> ConfigError:
     where = "local path" if Path(model).exists() else "Hugging Face cache (HF_HOME) — offline"
     return ConfigError(
         f"reranker {model!r} could not be loaded from the {where}: {why}. "
-        "Pre-cache the model (see docs/install.md, air-gapped install) or run with --no-rerank"
+        "Pre-cache the model (docs/runbooks/air-gapped-install.md) or search without --rerank"
     )
+
+
+def resolve_model(explicit: str | None = None) -> str:
+    """The cross-encoder to load: `explicit` (--reranker), else $RAGFR_RERANKER, else FRENCH_MODEL_DIR.
+
+    An empty RAGFR_RERANKER counts as unset (the shell's ${VAR:-default}); an empty --reranker is refused
+    rather than read as "the default". Only the last resort is checked here, because only it can be absent
+    without the operator having named it: the error then says where ragfr looked and how to get a model.
+    """
+    if explicit is not None:
+        if not explicit.strip():
+            raise ConfigError("empty --reranker: give a model directory or a Hugging Face name")
+        return explicit
+    from_env = os.environ.get(ENV_VAR, "").strip()
+    if from_env:
+        return from_env
+    if not FRENCH_MODEL_DIR.exists():
+        raise ConfigError(
+            f"no cross-encoder found: {ENV_VAR} is unset and {FRENCH_MODEL_DIR} (the French cross-encoder's "
+            f"directory in the ragfr/reranker image) does not exist. `make reranker` builds one "
+            f"(.state/reranker/model-<hash>/); set {ENV_VAR} or --reranker to its directory, or to a Hugging Face "
+            "name in the local cache"
+        )
+    return str(FRENCH_MODEL_DIR)
 
 
 def require_reranker_files(model: str) -> None:
@@ -88,5 +116,5 @@ def require_reranker_files(model: str) -> None:
 
 
 @lru_cache(maxsize=4)
-def load_reranker(model: str = DEFAULT_MODEL) -> CrossEncoderReranker:
+def load_reranker(model: str) -> CrossEncoderReranker:
     return CrossEncoderReranker(model)

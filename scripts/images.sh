@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Every image the chart names, built, saved or pushed under the references the chart renders.
 #   scripts/images.sh build          build ragfr/ragdb, ragfr/ragfr, ragfr/owui-init, run each image's smoke test,
-#                                    tag them <name>:<appVersion of charts/ragfr/Chart.yaml>, print reference + ID
+#                                    tag them <name>:<appVersion of charts/ragfr/Chart.yaml>, print reference + ID;
+#                                    also ragfr/reranker (the French cross-encoder, openwebui.reranker.source=image)
+#                                    when `make reranker` has trained it here, else says it is skipped
 #   scripts/images.sh save DIR       one OCI archive per image in DIR + DIR/SHA256SUMS (air-gapped sites,
 #                                    `k3s ctr images import`)
 #   scripts/images.sh push REGISTRY  push to REGISTRY/<name>:<appVersion>, the references the chart renders with
 #                                    global.imageRegistry=REGISTRY; prints each manifest digest, and on stderr
 #                                    the chart value pinning each image by it (<key>=<appVersion>@sha256:...)
-#   scripts/images.sh list           the three local references, one a line
-#   scripts/images.sh ids            the three local references with their image IDs (as `build` ends)
+#   scripts/images.sh list           the local references, one a line (the three, then ragfr/reranker if built)
+#   scripts/images.sh ids            the same with their image IDs (as `build` ends)
 #   scripts/images.sh inputs         a hash of every file the images are built from (.build/images.built records
 #                                    it, so the cluster smoke can tell images older than the checkout)
 #   scripts/images.sh pin NAME DIGEST  the chart value that pins image NAME by DIGEST (what push and save print)
@@ -22,6 +24,10 @@ ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
 PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
 MINBASE="localhost/ragfr-bookworm-minbase:1"
 NAMES=(ragdb ragfr owui-init)
+# Built only from a model trained on this machine (`make reranker`); the chart runs no cross-encoder by
+# default, so the release needs it only with openwebui.reranker.source=image. save, push, list and ids
+# include it when it is built.
+OPTIONAL=(reranker)
 
 app_version() {
   sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$ROOT/charts/ragfr/Chart.yaml"
@@ -37,6 +43,7 @@ values_key() {
     ragdb) echo ragdb.image.tag ;;
     ragfr) echo migrations.image.tag ;;
     owui-init) echo openwebui.patch.image.tag ;;
+    reranker) echo openwebui.reranker.image.tag ;;
     *) echo "images: no chart value for image $1" >&2; return 2 ;;
   esac
 }
@@ -52,6 +59,30 @@ require_built() {
   for name in "${NAMES[@]}"; do
     "${PODMAN[@]}" image exists "$(ref "$name")" || { echo "images: $(ref "$name") not built: run make images" >&2; exit 3; }
   done
+}
+
+# The required images, then each optional one that is built.
+present() {
+  local name
+  printf '%s\n' "${NAMES[@]}"
+  for name in "${OPTIONAL[@]}"; do
+    if "${PODMAN[@]}" image exists "$(ref "$name")"; then echo "$name"; fi
+  done
+}
+
+build_reranker() {
+  local t0=$SECONDS tag rc=0
+  tag="$(bash "$ROOT/images/reranker/build.sh" "$@" | tail -1)" || rc=$?
+  if [[ $rc == 3 ]]; then
+    echo "images: reranker skipped: no trained model here (make reranker trains it; the chart's default runs no cross-encoder)" >&2
+    return 0
+  fi
+  [[ $rc == 0 ]] || { echo "images: reranker build failed (exit $rc)" >&2; exit "$rc"; }
+  if [[ "${IMAGES_SKIP_SMOKE:-}" != 1 ]]; then
+    bash "$ROOT/images/reranker/smoke.sh" "$tag" >&2
+  fi
+  "${PODMAN[@]}" tag "$tag" "$(ref reranker)"
+  echo "images: reranker built ($tag, $((SECONDS - t0)) s)" >&2
 }
 
 build() {
@@ -81,6 +112,7 @@ build() {
     bash "$ROOT/images/owui-init/smoke.sh" "$(ref owui-init)" >&2
     echo "images: smoke tests passed ($((SECONDS - t0)) s)" >&2
   fi
+  build_reranker "${base_args[@]}"
   mkdir -p "$ROOT/.build"
   # What this checkout built, by image ID: the cluster smoke runs these even if another checkout sharing the
   # podman store re-tags <name>:<appVersion> meanwhile.
@@ -99,16 +131,17 @@ inputs() {
 
 list_ids() {
   local name
-  for name in "${NAMES[@]}"; do
+  for name in $(present); do
     printf '%s %s\n' "$(ref "$name")" "$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$(ref "$name")")"
   done
 }
 
 save() {
-  local dir="${1:?usage: images.sh save DIR}" name file digest
+  local dir="${1:?usage: images.sh save DIR}" name file digest names
   require_built
+  mapfile -t names < <(present)
   mkdir -p "$dir"
-  for name in "${NAMES[@]}"; do
+  for name in "${names[@]}"; do
     file="$name-$VERSION.oci.tar"
     rm -f "$dir/$file"
     # The archive names the image as containerd resolves the chart's default reference ragfr/<name>:<version>
@@ -117,10 +150,10 @@ save() {
     "${PODMAN[@]}" push --quiet "$(ref "$name")" "oci-archive:$dir/$file:docker.io/ragfr/$name:$VERSION" >&2
     echo "images: wrote $dir/$file" >&2
   done
-  (cd "$dir" && sha256sum "${NAMES[@]/%/-$VERSION.oci.tar}" >SHA256SUMS)
+  (cd "$dir" && sha256sum "${names[@]/%/-$VERSION.oci.tar}" >SHA256SUMS)
   # The manifest digest in each archive (index.json): what containerd records on import, so what pins it.
   echo "images: to pin by digest (helm --set; docs/install.md, \"Pinning images by digest\"):" >&2
-  for name in "${NAMES[@]}"; do
+  for name in "${names[@]}"; do
     digest="$(tar -xOf "$dir/$name-$VERSION.oci.tar" index.json | grep -o '"digest": *"sha256:[0-9a-f]*"' |
       sed -n '1s/.*"\(sha256:[0-9a-f]*\)"/\1/p')" || true
     pin_value "$name" "$digest" | sed 's/^/  /' >&2 || echo "images: no manifest digest in $dir/$name-$VERSION.oci.tar" >&2
@@ -133,7 +166,7 @@ push() {
   local registry="${1:?usage: images.sh push REGISTRY (host:port, as global.imageRegistry)}" name dest digest pins=()
   registry="${registry%/}"
   require_built
-  for name in "${NAMES[@]}"; do
+  for name in $(present); do
     dest="$registry/ragfr/$name:$VERSION"
     digest="$(mktemp)"
     "${PODMAN[@]}" push --quiet --tls-verify="${IMAGES_TLS_VERIFY:-true}" --digestfile "$digest" "$(ref "$name")" \
@@ -150,9 +183,9 @@ case "${1:-}" in
   build) build ;;
   save) save "${2:-}" ;;
   push) push "${2:-}" ;;
-  list) for n in "${NAMES[@]}"; do ref "$n"; done ;;
+  list) for n in $(present); do ref "$n"; done ;;
   ids) list_ids ;;
   inputs) inputs ;;
   pin) pin_value "${2:-}" "${3:-}" ;;
-  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,21p' "$0" >&2; exit 2 ;;
 esac

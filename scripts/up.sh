@@ -5,6 +5,10 @@
 #   3. embeddings: a real Ollama at $OLLAMA_HOST when one answers (bge-m3, 1024 dims, database `ragfr`),
 #      else the Ollama-API TEST DOUBLE with the offline e5 model (384 dims, database `ragfr_e5`);
 #   4. Open WebUI on http://127.0.0.1:${OWUI_PORT:-8080} with charts/ragfr/files/openwebui-env.yaml.
+# No cross-encoder, as the chart's default. UP_RERANKER=<model folder> (e.g. .state/reranker/model-<hash>, what
+# `make reranker` trained) runs that French cross-encoder as the chart's openwebui.reranker.source=image does:
+# its Hugging Face cache in .state/owui/hf-cache, RAG_RERANKING_MODEL=ragfr/reranker-fr, proven to load offline
+# (the chart's reranker-cache.py) before Open WebUI starts.
 # Processes run in the background; their pids and logs are in .state/owui/. `make down` stops them.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -76,8 +80,15 @@ step 5 "Open WebUI on http://127.0.0.1:$PORT (about 30 s)"
 [[ -s "$STATE/secret" ]] || (umask 077; "$VENV/bin/python" -c 'import secrets; print(secrets.token_urlsafe(48))' >"$STATE/secret")
 mkdir -p "$STATE/data/static"
 # The env file is the one documented place for Open WebUI's settings; this machine overrides only the
-# computed values (database, embeddings endpoint and width) and the reranker, which cannot be downloaded
-# offline here (Open WebUI then re-scores by embeddings; see docs/open-webui.md).
+# computed values (database, embeddings endpoint and width) and, with UP_RERANKER, the cross-encoder.
+RERANKER=()
+if [[ -n "${UP_RERANKER:-}" ]]; then
+  rm -rf "$STATE/hf-cache"
+  PYTHONPATH="$ROOT/tools" "$VENV/bin/python" -m ragfr_tools.reranker.package --model "$UP_RERANKER" \
+    --out "$STATE/hf-cache" >/dev/null
+  RERANKER=(RAG_RERANKING_MODEL=ragfr/reranker-fr SENTENCE_TRANSFORMERS_HOME="$STATE/hf-cache" HF_HOME="$STATE/hf-cache")
+  env "${RERANKER[@]}" RERANKER_SOURCE=image "$OWUI_VENV/bin/python" "$ROOT/charts/ragfr/files/reranker-cache.py" >&2
+fi
 mapfile -t SETTINGS < <("$VENV/bin/python" -c '
 import sys, yaml
 for k, v in yaml.safe_load(open(sys.argv[1], encoding="utf-8")).items():
@@ -90,7 +101,7 @@ for k, v in yaml.safe_load(open(sys.argv[1], encoding="utf-8")).items():
     WEBUI_SECRET_KEY="$(cat "$STATE/secret")" \
     PGVECTOR_DB_URL="$DSN?options=-c%20ragfr.writer_model%3D${SPACE//:/%3A}" PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH="$DIMS" \
     OLLAMA_BASE_URL="$OLLAMA_URL" RAG_OLLAMA_BASE_URL="$OLLAMA_URL" RAG_EMBEDDING_MODEL="$EMBED_MODEL" \
-    RAG_RERANKING_MODEL="" HF_HUB_OFFLINE=1 \
+    "${RERANKER[@]}" HF_HUB_OFFLINE=1 \
     nohup "$OWUI_VENV/bin/python" -m uvicorn open_webui.main:app --host 127.0.0.1 --port "$PORT" \
     >"$STATE/open-webui.log" 2>&1
 ) &

@@ -280,6 +280,10 @@ def _owui(docs: list) -> dict:  # type: ignore[type-arg]
     return one(docs, "Deployment", "-openwebui")["spec"]  # type: ignore[no-any-return]
 
 
+# The chart names no cross-encoder by default (issue 29); the cache is for a site that names one.
+NAMED = {"env": {"RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2"}}
+
+
 def test_reranker_cache_on_a_pvc_survives_restarts() -> None:
     docs = render(example_values("reranker-cache"))
     pvc = one(docs, "PersistentVolumeClaim", "-reranker-cache")
@@ -310,7 +314,7 @@ def test_reranker_cache_is_off_by_default_and_an_existing_claim_is_used_as_is() 
     pod = _owui(docs)["template"]["spec"]
     assert [v for v in pod["volumes"] if v["name"] == "hf-cache"][0]["emptyDir"] == {"sizeLimit": "2Gi"}
     assert "fsGroup" not in pod["securityContext"]
-    own = render({"openwebui": {"reranker": {"cache": {"enabled": True, "existingClaim": "hf-models"}}}})
+    own = render({"openwebui": {**NAMED, "reranker": {"cache": {"enabled": True, "existingClaim": "hf-models"}}}})
     assert not [d for d in own if d["kind"] == "PersistentVolumeClaim" and "reranker" in d["metadata"]["name"]]
     (volume,) = [v for v in _owui(own)["template"]["spec"]["volumes"] if v["name"] == "hf-cache"]
     assert volume["persistentVolumeClaim"] == {"claimName": "hf-models"}
@@ -318,13 +322,13 @@ def test_reranker_cache_is_off_by_default_and_an_existing_claim_is_used_as_is() 
 
 def test_reranker_cache_shared_by_replicas_needs_read_write_many() -> None:
     replicas = example_values("replicas")
-    cached = {**replicas, "openwebui": {**replicas["openwebui"], "reranker": {"cache": {"enabled": True}}}}
+    cached = {**replicas, "openwebui": {**replicas["openwebui"], **NAMED, "reranker": {"cache": {"enabled": True}}}}
     assert error_line(cached) == (
         "openwebui.replicas=3 share the reranker cache, which a ReadWriteOnce volume cannot be on several nodes: "
         "set openwebui.reranker.cache.accessModes to [ReadWriteMany] (Longhorn, NFS) or give an existingClaim "
         "every node can mount")
     for cache in ({"enabled": True, "accessModes": ["ReadWriteMany"]}, {"enabled": True, "existingClaim": "hf"}):
-        docs = render({**replicas, "openwebui": {**replicas["openwebui"], "reranker": {"cache": cache}}})
+        docs = render({**replicas, "openwebui": {**replicas["openwebui"], **NAMED, "reranker": {"cache": cache}}})
         assert "strategy" not in _owui(docs)
 
 
@@ -332,5 +336,5 @@ def test_reranker_cache_shared_by_replicas_needs_read_write_many() -> None:
                                               ("image", {"image": {"repository": "reg/hf", "tag": "1"}})])
 def test_reranker_cache_needs_the_download_source(source: str, given: dict) -> None:  # type: ignore[type-arg]
     reranker = {"source": source, "cache": {"enabled": True}, **given}
-    assert error_line({"openwebui": {"reranker": reranker}}).startswith(
+    assert error_line({"openwebui": {**NAMED, "reranker": reranker}}).startswith(
         f"openwebui.reranker.cache.enabled=true needs openwebui.reranker.source=download (source={source}")

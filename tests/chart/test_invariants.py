@@ -34,7 +34,8 @@ OWUI_ENV_CONTRACT = {
     "ENABLE_RAG_HYBRID_SEARCH": "true",
     "RAG_TOP_K": "20",
     "RAG_TOP_K_RERANKER": "3",
-    "RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2",
+    # No cross-encoder by default (issue 29: none beat the fused order, docs/retrieval-quality.md).
+    "RAG_RERANKING_MODEL": "",
     "RAG_EMBEDDING_ENGINE": "ollama",
     "ENABLE_PERSISTENT_CONFIG": "false",
     "OFFLINE_MODE": "true",
@@ -85,8 +86,12 @@ def test_changing_the_embedding_space_moves_both_sides() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_open_webui_env_contract(example: str) -> None:
-    env = owui_env(render(example_values(example)))
-    assert {k: env.get(k) for k in OWUI_ENV_CONTRACT} == OWUI_ENV_CONTRACT
+    values = example_values(example)
+    env = owui_env(render(values))
+    # The examples that run a cross-encoder name it; every other setting of the contract holds everywhere.
+    contract = {**OWUI_ENV_CONTRACT, "RAG_RERANKING_MODEL": values.get("openwebui", {}).get("env", {}).get(
+        "RAG_RERANKING_MODEL", OWUI_ENV_CONTRACT["RAG_RERANKING_MODEL"])}
+    assert {k: env.get(k) for k in contract} == contract
     assert "RAG_RELEVANCE_THRESHOLD" in env
     for computed in ("PGVECTOR_DB_URL", "DATABASE_URL", "WEBUI_SECRET_KEY"):
         assert computed in env, computed
@@ -211,8 +216,10 @@ def test_open_webui_starts_only_after_the_schema_and_the_patch() -> None:
     docs = render()
     spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
     names = [c["name"] for c in spec["initContainers"]]
-    assert names == ["wait-for-schema", "wait-for-grants", "db-passfile", "copy-stock-openwebui", "apply-french-patch",
-                     "cache-reranker"]
+    assert names == ["wait-for-schema", "wait-for-grants", "db-passfile", "copy-stock-openwebui", "apply-french-patch"]
+    ranked = one(render({"openwebui": {"env": {"RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2"}}}),
+                 "Deployment", "-openwebui")["spec"]["template"]["spec"]
+    assert [c["name"] for c in ranked["initContainers"]] == names + ["cache-reranker"]
     wait = spec["initContainers"][0]
     # $(VAR) in args expanded as the kubelet does, from the ConfigMap entries the container's env points at.
     cm = owui_env(docs)
@@ -408,24 +415,39 @@ def test_chart_mounts_every_file_the_patch_manifest_edits() -> None:
 
 
 def test_no_cross_encoder_means_no_reranker_init_container() -> None:
-    # openwebui.env can blank a value of the settings file (sprig's merge took "" for unset and kept the file's
-    # model, so the pod then waited on a download of a model nobody asked for).
-    docs = render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}, "reranker": {"source": "image",
-                                                                                  "image": {"repository": "r/c",
-                                                                                            "tag": "1"}}}})
-    assert owui_env(docs)["RAG_RERANKING_MODEL"] == ""
-    spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
-    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-schema", "wait-for-grants", "db-passfile",
-                                                            "copy-stock-openwebui", "apply-french-patch"]
+    # The default names none, and openwebui.env's "" is a value, not unset (sprig's merge took "" for unset and
+    # kept the settings file's model, so the pod then waited on a download of a model nobody asked for).
+    for docs in (render(), render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}}})):
+        assert owui_env(docs)["RAG_RERANKING_MODEL"] == ""
+        spec = one(docs, "Deployment", "-openwebui")["spec"]["template"]["spec"]
+        assert [c["name"] for c in spec["initContainers"]] == ["wait-for-schema", "wait-for-grants", "db-passfile",
+                                                                "copy-stock-openwebui", "apply-french-patch"]
+    assert owui_env(render({"openwebui": {"env": {"RAG_TOP_K": ""}}}))["RAG_TOP_K"] == ""
+
+
+@pytest.mark.parametrize(("reranker", "said"), [
+    ({"source": "image", "image": {"repository": "r/c", "tag": "1"}}, "openwebui.reranker.source=image "),
+    ({"source": "pvc", "existingClaim": "hf"}, "openwebui.reranker.source=pvc "),
+    ({"cache": {"enabled": True}}, "openwebui.reranker.source=download with openwebui.reranker.cache.enabled "),
+])
+def test_a_reranker_source_without_a_model_is_refused(reranker: dict[str, Any], said: str) -> None:
+    """Setting how a cross-encoder reaches the pod, with none named, would silently run none."""
+    from tests.support.chart import error_line
+
+    assert error_line({"openwebui": {"reranker": reranker}}) == (
+        said + "configures a cross-encoder, but none is named: the chart runs none by default "
+        '(docs/retrieval-quality.md, "Cross-encoder"); set openwebui.env.RAG_RERANKING_MODEL to the model to run, '
+        "or remove these settings")
 
 
 def test_the_reranker_download_is_pinned_to_a_commit() -> None:
     """Issue 25 item 5 (Low): the init container gets the commit to download (files/reranker-cache.py refuses
     anything else, tests/chart/test_scripts.py); no revision is needed when no cross-encoder is configured."""
-    init = {c["name"]: c for c in one(render(), "Deployment", "-openwebui")["spec"]["template"]["spec"]["initContainers"]}
+    named = {"openwebui": {"env": {"RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2"}}}
+    init = {c["name"]: c for c in one(render(named), "Deployment", "-openwebui")["spec"]["template"]["spec"]["initContainers"]}
     env = env_of(init["cache-reranker"])
     assert env["RERANKER_SOURCE"] == "download"
     assert env["RERANKER_REVISION"] == "c5ee24cb16019beea0893ab7796b1df96625c6b8"
     assert yaml.safe_load((CHART / "values.yaml").read_text())["openwebui"]["reranker"]["revision"] == env["RERANKER_REVISION"]
     render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}, "reranker": {"revision": ""}}})
-    render({"openwebui": {"reranker": {"source": "pvc", "existingClaim": "hf", "revision": ""}}})
+    render({"openwebui": {**named["openwebui"], "reranker": {"source": "pvc", "existingClaim": "hf", "revision": ""}}})

@@ -109,7 +109,9 @@ def test_the_stack_flows_pass_and_nothing_else(example: str) -> None:
         assert not allowed(docs, INTERNET, db, 5432)
     pulls = example != "air-gapped"
     assert allowed(docs, ollama, INTERNET, 443) == pulls
-    assert allowed(docs, owui, INTERNET, 443) == pulls  # reranker download (air-gapped: from a volume)
+    # No reranker download: none of these names a cross-encoder to download (none by default; air-gapped's
+    # comes from a volume). test_https_out_only_for_the_pods_that_download covers one that does.
+    assert not allowed(docs, owui, INTERNET, 443)
     if example == "replicas":
         redis = pod_labels(docs, "Deployment", "-redis")
         assert allowed(docs, owui, redis, 6379) and not allowed(docs, migrate, redis, 6379)
@@ -174,23 +176,24 @@ def test_https_out_only_for_the_pods_that_download() -> None:
     reranker in an init container, and a NetworkPolicy selects pods, not containers, so its rule lasts the
     pod's life (docs/install.md): it is dropped when nothing is downloaded, and networkPolicy.downloadTo
     narrows both rules to a proxy or mirror."""
-    docs = render({})
+    named = {"env": {"RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2"}}
+    docs = render({"openwebui": named})
     owui, ollama = pod_labels(docs, "Deployment", "-openwebui"), pod_labels(docs, "Deployment", "-ollama")
     pull = pod_labels(docs, "Job", "-pull-models-*")
     assert allowed(docs, ollama, INTERNET, 443) and allowed(docs, owui, INTERNET, 443)
     assert not allowed(docs, pull, INTERNET, 443) and allowed(docs, pull, ollama, 11434)
-    # No cross-encoder configured: no download, no 443 for Open WebUI.
-    docs = render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}}})
+    # No cross-encoder configured (the default): no download, no 443 for Open WebUI.
+    docs = render({})
     assert not allowed(docs, pod_labels(docs, "Deployment", "-openwebui"), INTERNET, 443)
     assert allowed(docs, pod_labels(docs, "Deployment", "-ollama"), INTERNET, 443)
     # Nothing pulled: no 443 for Ollama either.
-    docs = render({"ollama": {"models": {"pull": False}}, "openwebui": {"reranker": {"source": "pvc",
+    docs = render({"ollama": {"models": {"pull": False}}, "openwebui": {**named, "reranker": {"source": "pvc",
                                                                                      "existingClaim": "hf"}}})
     assert not allowed(docs, pod_labels(docs, "Deployment", "-ollama"), INTERNET, 443)
     assert not allowed(docs, pod_labels(docs, "Deployment", "-openwebui"), INTERNET, 443)
     # downloadTo: both download rules go to those peers only, on 443 only.
     proxy = [{"ipBlock": {"cidr": "10.0.0.5/32"}}]
-    docs = render({"networkPolicy": {"downloadTo": proxy}})
+    docs = render({"networkPolicy": {"downloadTo": proxy}, "openwebui": named})
     for suffix in ("-ollama", "-openwebui"):
         assert one(docs, "NetworkPolicy", suffix)["spec"]["egress"] == [
             {"to": proxy, "ports": [{"port": 443, "protocol": "TCP"}]}]

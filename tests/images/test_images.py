@@ -29,6 +29,14 @@ from tests.support.paths import REPO
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
 NAMES = ("ragdb", "ragfr", "owui-init")
 APP_VERSION = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
+# ragfr/reranker is built only where `make reranker` trained the model (scripts/images.sh OPTIONAL); when it is
+# there, every command must carry it (tests/images/test_reranker_image.py builds one from a stand-in model).
+RERANKER_VALUES = yaml.safe_load((CHART / "examples" / "reranker-image.yaml").read_text())
+
+
+def present() -> tuple[str, ...]:
+    done = subprocess.run([*PODMAN, "image", "exists", f"localhost/ragfr/reranker:{APP_VERSION}"])
+    return NAMES + (("reranker",) if done.returncode == 0 else ())
 
 
 def images_sh(*args: str, env: dict[str, str] | None = None) -> str:
@@ -49,8 +57,8 @@ def local_id(reference: str) -> str:
 
 @pytest.fixture(scope="module")
 def built() -> dict[str, str]:
-    """name -> image ID of the three local images under the references `make images` tags."""
-    return {n: local_id(f"localhost/ragfr/{n}:{APP_VERSION}") for n in NAMES}
+    """name -> image ID of the local images under the references `make images` tags."""
+    return {n: local_id(f"localhost/ragfr/{n}:{APP_VERSION}") for n in present()}
 
 
 @pytest.fixture()
@@ -83,15 +91,17 @@ def chart_references(values: dict[str, object] | None = None) -> set[str]:
 
 def test_chart_default_references_are_the_built_tags(built: dict[str, str]) -> None:
     listed = images_sh("list").split()
-    assert listed == [f"localhost/ragfr/{n}:{APP_VERSION}" for n in NAMES]
+    assert listed == [f"localhost/ragfr/{n}:{APP_VERSION}" for n in built]
     # podman stores ragfr/<name> under localhost/; the chart's references are the same names unqualified.
-    assert chart_references() == {r.removeprefix("localhost/") for r in listed}
+    assert chart_references() == {r.removeprefix("localhost/") for r in listed[:len(NAMES)]}
+    if "reranker" in built:
+        assert chart_references(RERANKER_VALUES) == {r.removeprefix("localhost/") for r in listed}
 
 
 def test_ids_are_the_local_images(built: dict[str, str]) -> None:
     # `make images` ends with these lines (scripts/images.sh build calls the same `ids`).
     out = images_sh("ids")
-    assert out.splitlines() == [f"localhost/ragfr/{n}:{APP_VERSION} {built[n]}" for n in NAMES]
+    assert out.splitlines() == [f"localhost/ragfr/{n}:{APP_VERSION} {built[n]}" for n in built]
 
 
 def free_port() -> int:
@@ -138,8 +148,9 @@ def test_push_to_a_real_registry_then_pull_back(built: dict[str, str], registry:
     out = images_sh("push", registry, env={"IMAGES_TLS_VERIFY": "false"})
     pushed = dict(line.split() for line in out.strip().splitlines())
     # The destinations are exactly what the chart renders with global.imageRegistry set to the registry.
-    assert set(pushed) == chart_references({"global": {"imageRegistry": registry}})
-    for name in NAMES:
+    values = RERANKER_VALUES if "reranker" in built else {}
+    assert set(pushed) == chart_references({**values, "global": {"imageRegistry": registry}})
+    for name in built:
         dest = f"{registry}/ragfr/{name}:{APP_VERSION}"
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", pushed[dest])
         assert registry_digest(registry, f"ragfr/{name}", APP_VERSION) == pushed[dest]
@@ -161,9 +172,9 @@ def test_save_writes_oci_archives_that_load_back(built: dict[str, str], saved: P
                                                  scratch_store: list[str]) -> None:
     out_dir = saved
     files = sorted(p.name for p in out_dir.iterdir())
-    assert files == sorted(["SHA256SUMS", *(f"{n}-{APP_VERSION}.oci.tar" for n in NAMES)])
+    assert files == sorted(["SHA256SUMS", *(f"{n}-{APP_VERSION}.oci.tar" for n in built)])
     subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=out_dir, check=True)
-    for name in NAMES:
+    for name in built:
         archive = out_dir / f"{name}-{APP_VERSION}.oci.tar"
         with tarfile.open(archive) as tar:
             member = tar.extractfile("index.json")

@@ -154,7 +154,7 @@ patch it (owui-init); make the reranker loadable offline.
 {{- if eq $w.reranker.source "image" }}
 - name: copy-reranker-cache
   image: {{ include "ragfr.image" (dict "root" . "image" $w.reranker.image) }}
-  imagePullPolicy: IfNotPresent
+  imagePullPolicy: {{ $w.reranker.image.pullPolicy | default "IfNotPresent" }}
   command: ["cp", "-R", "{{ $w.reranker.image.path }}/.", "/opt/hf-cache/"]
   resources:
     requests: {cpu: 10m, memory: 32Mi}

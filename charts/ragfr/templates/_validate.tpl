@@ -69,8 +69,12 @@ change, so `helm install` stops before anything reaches the cluster.
 {{- if and (eq $v.openwebui.reranker.source "pvc") (not $v.openwebui.reranker.existingClaim) -}}
 {{- fail "openwebui.reranker.source=pvc needs openwebui.reranker.existingClaim (a volume holding the Hugging Face cache)" -}}
 {{- end -}}
-{{- if and (eq $v.openwebui.reranker.source "image") (not (and $v.openwebui.reranker.image.repository $v.openwebui.reranker.image.tag)) -}}
-{{- fail "openwebui.reranker.source=image needs openwebui.reranker.image.repository and .tag" -}}
+{{- if and (eq $v.openwebui.reranker.source "image") (not $v.openwebui.reranker.image.repository) -}}
+{{- fail "openwebui.reranker.source=image needs openwebui.reranker.image.repository (the image holding the Hugging Face cache)" -}}
+{{- end -}}
+{{- /* A reranker source or cache without a model would do nothing: the operator meant to run one. */}}
+{{- if and (or (ne $v.openwebui.reranker.source "download") $v.openwebui.reranker.cache.enabled) (not (include "ragfr.openwebui.envMap" . | fromYaml).RAG_RERANKING_MODEL) -}}
+{{- fail (printf "openwebui.reranker.source=%s%s configures a cross-encoder, but none is named: the chart runs none by default (docs/retrieval-quality.md, \"Cross-encoder\"); set openwebui.env.RAG_RERANKING_MODEL to the model to run, or remove these settings" $v.openwebui.reranker.source (ternary " with openwebui.reranker.cache.enabled" "" $v.openwebui.reranker.cache.enabled)) -}}
 {{- end -}}
 {{- if $v.openwebui.patch.enabled -}}
 {{- $manifest := .Files.Get "files/open-webui-patch-manifest.json" | fromJson -}}

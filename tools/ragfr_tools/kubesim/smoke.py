@@ -67,16 +67,13 @@ SMOKE_VALUES: dict[str, Any] = {
         # e5 is asymmetric: Open WebUI sends these prefixes and the double reads them (bge-m3 needs none).
         "RAG_EMBEDDING_QUERY_PREFIX": "query: ",
         "RAG_EMBEDDING_CONTENT_PREFIX": "passage: ",
-        # No cross-encoder can be downloaded here (no huggingface.co): none is configured, so the chart renders
-        # no cache-reranker init container and Open WebUI re-scores by embeddings.
-        "RAG_RERANKING_MODEL": "",
     }},
 }
 # What the chart renders that this smoke does not run, and why.
 NOT_RUN = (
     "Job pull-models (it runs the Ollama CLI, which the test double standing in for Ollama does not have)",
-    "Deployment openwebui's init containers cache-reranker and copy-reranker-cache: the smoke configures no "
-    "cross-encoder (none can be downloaded here), so the chart does not render them",
+    "Deployment openwebui's init containers cache-reranker and copy-reranker-cache: the chart's default names "
+    "no cross-encoder (issue 29, docs/retrieval-quality.md), so it does not render them",
     "Deployment redis, CNPG objects, Ingress, PodDisruptionBudget, NetworkPolicies (not in the default example "
     "or not enforceable here)",
 )

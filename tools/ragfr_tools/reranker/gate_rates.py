@@ -1,0 +1,158 @@
+"""The evidence gate on PIAF's held-out articles: the RRF gate the chart ships, and the cross-encoder gate
+calibrated on questions it is then NOT measured on (issue 29 item 4, principle 4).
+
+1. Calibration (golden set): `gate_calibration.score_collection` on the golden collection, answerable side =
+   golden questions whose document production retrieval puts in the top 3, unanswerable side =
+   eval/gate/unanswerable.jsonl; the trained cross-encoder reranks the fused top 10 and the best logit
+   threshold (Youden's J) becomes RAGFR_GATE_CE_EVIDENCE (its sigmoid: RAG_RELEVANCE_THRESHOLD).
+2. Measurement (PIAF test split, never used to choose anything): the sampled test questions
+   - asked of the WHOLE PIAF corpus: "answerable" when their paragraph's article is in the top 3 the chat
+     model would receive (the fused top 3 for the RRF gate, the cross-encoder's top 3 for its gate); the
+     gate should answer them;
+   - asked of the collection of the TRAIN articles only (mining's, data.py), which does not hold their
+     article: off-domain for that corpus; the gate should refuse them.
+   Each gate decides with `ragfr.retrieval.gate.assess`, the function `ragfr ask` and the chat call.
+
+    python -m ragfr_tools.reranker.gate_rates --dsn DSN --piaf piaf-v1.1.json [--model DIR] [--out JSON]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ragfr.eval.beir import Dataset, load_dataset
+from ragfr.eval.piaf import load_piaf
+from ragfr.retrieval.gate import GateConfig, assess
+from ragfr.retrieval.types import Hit
+from ragfr_tools.repo import REPO
+from ragfr_tools.reranker.data import EMBEDDER, sample_queries, split_dataset
+from ragfr_tools.reranker.hyper import HYPER, Hyper, hyper_hash
+from ragfr_tools.reranker.package import default_model
+
+
+def calibrate(conn: Any, golden: Dataset, embedder: Any, reranker: Any) -> dict[str, Any]:
+    from ragfr.eval.corpus import chunk_documents, ensure_ingested
+    from ragfr.ingest.chunking import ChunkConfig
+    from ragfr_tools.eval.gate_calibration import report, score_collection
+
+    collection, _ = ensure_ingested(conn, golden, embedder, ChunkConfig(), progress=False)
+    scored = score_collection(conn, collection, chunk_documents(conn, collection), golden,
+                              REPO / "eval" / "gate" / "unanswerable.jsonl", embedder, reranker)
+    out = report(scored)
+    out.pop("scores")
+    return out
+
+
+def reranked(hits: list[Hit], scores: list[float]) -> list[Hit]:
+    """hybrid.py's order for reranked hits: score descending, ties by id."""
+    scored = [dataclasses.replace(h, rerank_score=s) for h, s in zip(hits, scores, strict=True)]
+    return sorted(scored, key=lambda h: (-(h.rerank_score or 0.0), str(h.id)))
+
+
+def measure(conn: Any, full: Dataset, train: Dataset, questions: list[Any], embedder: Any, reranker: Any,
+            gates: dict[str, GateConfig], h: Hyper) -> dict[str, Any]:
+    from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
+    from ragfr.ingest.chunking import ChunkConfig
+    from ragfr.retrieval import hybrid
+    from ragfr.retrieval.config import SearchConfig
+
+    whole, _ = ensure_ingested(conn, full, embedder, ChunkConfig(), progress=False)
+    without, _ = ensure_ingested(conn, train, embedder, ChunkConfig(), progress=False)
+    chunk_to_doc = chunk_documents(conn, whole)
+    conn.commit()
+    config = SearchConfig().with_(rerank=False, k=h.rerank_top_n)
+    vectors = embedder.embed_queries([q.text for q in questions])
+    tally = {g: {"answerable": 0, "answered": 0, "off_domain": 0, "refused": 0} for g in gates}
+    rows: list[dict[str, Any]] = []
+    started = time.monotonic()
+    for n, (q, vec) in enumerate(zip(questions, vectors, strict=True), 1):
+        row: dict[str, Any] = {"qid": q.id}
+        for side, collection in (("in", whole), ("off", without)):
+            hits = hybrid.search(conn, q.text, collections=[collection], query_vector=vec, embedder=embedder,
+                                 config=config).hits
+            ce = reranked(hits, reranker.score(q.text, [x.text for x in hits]))
+            for name, gate in gates.items():
+                order = ce if gate.scale == "cross-encoder" else hits
+                grounded = assess(order, gate).grounded
+                row[f"{name}:{side}"] = grounded
+                if side == "off":
+                    tally[name]["off_domain"] += 1
+                    tally[name]["refused"] += not grounded
+                    continue
+                top3 = documents_ranking([str(x.id) for x in order], chunk_to_doc)[:3]
+                if set(top3) & {d for d, g in full.qrels[q.id].items() if g > 0}:
+                    tally[name]["answerable"] += 1
+                    tally[name]["answered"] += grounded
+        rows.append(row)
+        if n % 25 == 0 or n == len(questions):
+            el = time.monotonic() - started
+            print(f"gate_rates: {n}/{len(questions)} questions, elapsed {el:.0f} s, "
+                  f"eta {el / n * (len(questions) - n):.0f} s", flush=True)
+    rates = {g: {**t, "answered_rate": round(t["answered"] / max(t["answerable"], 1), 4),
+                 "refused_rate": round(t["refused"] / max(t["off_domain"], 1), 4)} for g, t in tally.items()}
+    return {"rates": rates, "per_query": rows}
+
+
+def run(dsn: str, piaf: Path, model: Path, golden_dir: Path, h: Hyper = HYPER) -> dict[str, Any]:
+    import psycopg
+    import torch
+
+    from ragfr.embed import load_embedder
+    from ragfr.retrieval.rerank import CrossEncoderReranker
+
+    torch.manual_seed(h.seed)
+    torch.set_num_threads(h.threads)
+    started = time.monotonic()
+    full, train, test = split_dataset(load_piaf(piaf), h)
+    questions = sample_queries(test, h.test_questions, h.seed)
+    embedder = load_embedder(EMBEDDER)
+    reranker = CrossEncoderReranker(str(model), max_length=h.max_length, batch_size=h.rerank_top_n)
+    with psycopg.connect(dsn) as conn:
+        calibration = calibrate(conn, load_dataset(golden_dir), embedder, reranker)
+        evidence = calibration["cross_encoder_logit"]["best"]["threshold"]
+        gates = {"rrf": GateConfig.for_scale("rrf"),
+                 # the calibrated evidence threshold, the noise floor's built-in default (RAGFR_GATE_CE_NOISE)
+                 "cross-encoder": GateConfig("cross-encoder", min(GateConfig.for_scale("cross-encoder").noise_floor,
+                                                                  evidence), evidence)}
+        measured = measure(conn, full, train, questions, embedder, reranker, gates, h)
+    manifest = json.loads((model / "manifest.json").read_text())
+    return {
+        "issue": 29, "model": str(model), "model_sha256": manifest.get("model_sha256"),
+        "hyper_hash": manifest.get("hyper_hash"), "questions": len(questions),
+        "calibration_golden": calibration,
+        "gates": {g: dataclasses.asdict(c) for g, c in gates.items()},
+        **measured, "wall_seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dsn", required=True)
+    ap.add_argument("--piaf", type=Path, required=True)
+    ap.add_argument("--model", type=Path, default=None, help="default: the default preset's trained model")
+    ap.add_argument("--golden", type=Path, default=REPO / "eval" / "golden")
+    ap.add_argument("--out", type=Path, default=None, help="default: docs/bench/reranker-gate-<hyper hash>.json")
+    args = ap.parse_args(argv)
+    model = args.model or default_model()
+    out = args.out or REPO / "docs" / "bench" / f"reranker-gate-{hyper_hash()}.json"
+    result = run(args.dsn, args.piaf, model, args.golden)
+    out.write_text(json.dumps({k: v for k, v in result.items() if k != "per_query"}, indent=2, sort_keys=True) + "\n")
+    per_query = Path(".state/reranker") / f"gate-{hyper_hash()}.per-query.json"
+    per_query.parent.mkdir(parents=True, exist_ok=True)
+    per_query.write_text(json.dumps(result["per_query"]) + "\n")
+    for gate, r in result["rates"].items():
+        print(f"gate_rates: {gate}: answers {r['answered']}/{r['answerable']} ({r['answered_rate']:.1%}) of the "
+              f"answerable, refuses {r['refused']}/{r['off_domain']} ({r['refused_rate']:.1%}) off-domain")
+    print(f"gate_rates: calibration on golden: {json.dumps(result['calibration_golden'].get('settings'))}")
+    print(f"gate_rates: {out}; wall {result['wall_seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """ragfr/reranker (issue 29 item 3): the image `make images` builds from the trained French cross-encoder.
 
 The trained weights take about an hour of this machine's two cores (`make reranker`) and cannot be fetched,
-so CI builds the image from a STAND-IN model (tests/support/standins.py: tiny random weights) through the
+so CI builds the image from a STAND-IN model (tests/support/reranker_model.py: tiny random weights) through the
 same build script, runs the chart's copy and offline load on it (`smoke.sh --plumbing-only`: random weights
 cannot pass the smoke's French score check, which `make images` runs on the real model), and checks that
 `images.sh save` and `list` carry it. The real model's image: `make reranker && make images` (docs/reranker.md).
@@ -9,8 +9,6 @@ cannot pass the smoke's French score check, which `make images` runs on the real
 
 from __future__ import annotations
 
-import hashlib
-import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,22 +18,12 @@ import yaml
 from tests.images.test_images import APP_VERSION, PODMAN, check, images_sh
 from tests.support.chart import CHART, one, render
 from tests.support.paths import REPO
-from tests.support.standins import tiny_cross_encoder
+from tests.support.reranker_model import stand_in_model
 
 from ragfr_tools.reranker.package import REPO as MODEL_REPO
 
 MINBASE = "localhost/ragfr-bookworm-minbase:1"
 REF = f"localhost/ragfr/reranker:{APP_VERSION}"
-
-
-def stand_in_model(path: Path) -> str:
-    """A tiny cross-encoder folder with the manifest train.py writes (only what packaging reads); its commit."""
-    tiny_cross_encoder(path, words=("vol", "assureur", "sinistre"))
-    files = {p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-             for p in sorted(path.rglob("*")) if p.is_file()}
-    files_sha256 = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    (path / "manifest.json").write_text(json.dumps({"stand_in": True, "files": files, "files_sha256": files_sha256}))
-    return files_sha256[:40]
 
 
 @pytest.fixture(scope="module")

@@ -144,9 +144,10 @@ def start_double(tmp: Path) -> Double:
 
 
 def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Double,
-                     database_env: dict[str, str] | None = None) -> Server:
+                     database_env: dict[str, str] | None = None, extra_env: dict[str, str] | None = None) -> Server:
     """database_env: the database variables of a rendered chart (DATABASE_URL, PGVECTOR_DB_URL, PGPASSFILE)
-    instead of `make up`'s URL."""
+    instead of `make up`'s URL. extra_env: settings an option turns on, applied last (the cross-encoder of
+    `make up UP_RERANKER=...`: RAG_RERANKING_MODEL, SENTENCE_TRANSFORMERS_HOME, HF_HOME; a gate threshold)."""
     settings = settings_file()
     sep = "&" if "?" in dsn else "?"
     settings.update(
@@ -163,6 +164,7 @@ def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Dou
         RAGFR_METRICS_ADDR="127.0.0.1",
     )
     settings.update(database_env or {})
+    settings.update(extra_env or {})
     env = owui_env(tmp=tmp, site=site, dsn=dsn, dims=384, patched_root=patched, extra=settings)
     port, log = free_port(), tmp / "open-webui.log"
     with log.open("wb") as out:

@@ -19,7 +19,7 @@ from ragfr.db.filters import parse_condition
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
-from ragfr.retrieval.rerank import FRENCH_MODEL_DIR
+from ragfr.retrieval.rerank import FRENCH_MODEL
 
 E5 = "local:multilingual-e5-small"
 
@@ -119,25 +119,34 @@ def test_empty_embedder_is_refused(kb, capsys) -> None:
 
 def _child(args: list[str], tmp_path: Path, env: dict[str, str] | None = None
            ) -> tuple[subprocess.CompletedProcess[str], dict[str, bool]]:
-    """The CLI in a child process: Hugging Face cache in tmp_path/hf (empty unless a test fills it), RAGFR_RERANKER
-    unset unless `env` sets it, and the French model directory pointed at tmp_path/opt-ragfr-reranker (absent
-    unless a test creates it: whatever this machine holds in /opt never decides a result). Reports which heavy
-    modules the command imported."""
+    """The CLI in a child process: Hugging Face cache in tmp_path/hf (its hub cache _hub(tmp_path) empty unless a
+    test fills it: whatever this machine's cache holds never decides a result), SENTENCE_TRANSFORMERS_HOME,
+    HF_HUB_CACHE and RAGFR_RERANKER unset unless `env` sets them. Reports which heavy modules the command
+    imported."""
     code = (
-        "import json, sys\nfrom pathlib import Path\nimport ragfr.retrieval.rerank as rerank\n"
-        "rerank.FRENCH_MODEL_DIR = Path(sys.argv[1])\nfrom ragfr.cli import main\nrc = main(sys.argv[2:])\n"
+        "import json, sys\nfrom ragfr.cli import main\nrc = main(sys.argv[1:])\n"
         "print(json.dumps({m: m in sys.modules for m in ('torch', 'sentence_transformers')}))\nsys.exit(rc)\n"
     )
     child_env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
-    child_env.pop("RAGFR_RERANKER", None)
+    for var in ("RAGFR_RERANKER", "SENTENCE_TRANSFORMERS_HOME", "HF_HUB_CACHE"):
+        child_env.pop(var, None)
     child_env.update(env or {})
-    proc = subprocess.run([sys.executable, "-c", code, str(_french_dir(tmp_path)), *args], capture_output=True,
-                          text=True, env=child_env, timeout=300, check=False)
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=child_env,
+                          timeout=300, check=False)
     return proc, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _french_dir(tmp_path: Path) -> Path:
-    return tmp_path / "opt-ragfr-reranker"
+def _hub(tmp_path: Path) -> Path:
+    return tmp_path / "hf" / "hub"
+
+
+def _no_model_message(cache: Path) -> str:
+    return (
+        f"ragfr: error: no cross-encoder found: RAGFR_RERANKER is unset and the French cross-encoder "
+        f"'ragfr/reranker-fr' is not in the Hugging Face cache {cache} ($SENTENCE_TRANSFORMERS_HOME when set, "
+        f"else the hub cache). `make reranker` trains it, then `python -m ragfr_tools.reranker.package --out "
+        f"{cache}` puts it in the cache; or set RAGFR_RERANKER or --reranker to a model directory or another "
+        "cached name")
 
 
 def test_search_and_ask_help_say_no_cross_encoder_by_default_and_why(capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,7 +155,8 @@ def test_search_and_ask_help_say_no_cross_encoder_by_default_and_why(capsys: pyt
             build_parser().parse_args([command, "--help"])
         out = " ".join(capsys.readouterr().out.split())  # argparse re-wraps option help
         for needle in ("--rerank ", "--no-rerank", 'docs/retrieval-quality.md, "Cross-encoder"', "ranks below RRF",
-                       "$RAGFR_RERANKER", str(FRENCH_MODEL_DIR), "make reranker"):
+                       "$RAGFR_RERANKER", FRENCH_MODEL, "make reranker",
+                       "Hugging Face cache"):
             assert needle in out, (command, needle)
         assert "ms-marco" not in out
 
@@ -176,12 +186,15 @@ def test_rerank_without_a_model_says_where_it_looked_before_any_model_load(kb, t
     for command in ("search", "ask"):
         proc, imported = _child([command, "--dsn", kb, "--collection", "contrat", "--rerank", "franchise"], tmp_path)
         assert proc.returncode == 2, proc.stderr
-        assert proc.stderr.strip() == (
-            f"ragfr: error: no cross-encoder found: RAGFR_RERANKER is unset and {_french_dir(tmp_path)} (the French "
-            "cross-encoder's directory in the ragfr/reranker image) does not exist. `make reranker` builds one "
-            "(.state/reranker/model-<hash>/); set RAGFR_RERANKER or --reranker to its directory, or to a Hugging "
-            "Face name in the local cache")
+        assert proc.stderr.strip() == _no_model_message(_hub(tmp_path))
         assert imported == {"torch": False, "sentence_transformers": False}
+    # In the hub cache but SENTENCE_TRANSFORMERS_HOME set: the load would read that folder, so the check does too.
+    tiny_cross_encoder_cache(_hub(tmp_path), FRENCH_MODEL)
+    st_home = tmp_path / "st-home"
+    proc, imported = _child(["search", "--dsn", kb, "--collection", "contrat", "--rerank", "franchise"], tmp_path,
+                            env={"SENTENCE_TRANSFORMERS_HOME": str(st_home)})
+    assert proc.returncode == 2 and proc.stderr.strip() == _no_model_message(st_home)
+    assert imported == {"torch": False, "sentence_transformers": False}
 
 
 def test_a_named_model_missing_from_the_cache_is_refused_before_any_model_load(kb, tmp_path: Path) -> None:
@@ -193,7 +206,7 @@ def test_a_named_model_missing_from_the_cache_is_refused_before_any_model_load(k
         assert proc.returncode == 2
         err = proc.stderr.strip()
         assert err.startswith(f"ragfr: error: reranker '{name}' could not be loaded from "
-                              "the Hugging Face cache (HF_HOME) — offline: ") and "\n" not in err
+                              f"the Hugging Face cache ({_hub(tmp_path)}) — offline: ") and "\n" not in err
         assert err.endswith("Pre-cache the model (docs/runbooks/air-gapped-install.md) or search without --rerank")
         assert imported == {"torch": False, "sentence_transformers": False}
 
@@ -233,7 +246,7 @@ def test_rerank_uses_the_model_directory_given_else_ragfr_reranker(kb, tmp_path:
 def test_rerank_by_hugging_face_name_from_the_cache(kb, tmp_path: Path) -> None:
     """A model named like ms-marco, found in the offline cache (HF_HOME/hub): loaded by name and used."""
     name = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-    tiny_cross_encoder_cache(tmp_path / "hf" / "hub", name, words=("franchise", "vol"))
+    tiny_cross_encoder_cache(_hub(tmp_path), name, words=("franchise", "vol"))
     proc, imported = _child(["search", "--dsn", kb, "--collection", "contrat", "--rerank", "-k", "1", "--json",
                              "franchise"], tmp_path, env={"RAGFR_RERANKER": name})
     assert proc.returncode == 0, proc.stderr
@@ -242,15 +255,38 @@ def test_rerank_by_hugging_face_name_from_the_cache(kb, tmp_path: Path) -> None:
     assert len(out["results"]) == 1 and out["results"][0]["rerank_score"] is not None
 
 
-def test_reranker_present_in_the_cache_passes_the_check(tmp_path: Path) -> None:
-    repo = tmp_path / "hub" / "models--acme--tiny-ce"
+@pytest.mark.parametrize("where", ["HF_HOME", "SENTENCE_TRANSFORMERS_HOME"])
+def test_rerank_defaults_to_the_french_model_from_the_cache(kb, tmp_path: Path, where: str) -> None:
+    """No --reranker, no RAGFR_RERANKER: ragfr/reranker-fr, by name, from the cache the load reads (the hub
+    cache under HF_HOME, or SENTENCE_TRANSFORMERS_HOME when set), as the ragfr/reranker image and `make up
+    UP_RERANKER=` lay it out for Open WebUI. STAND-IN weights: which model scored, never the order."""
+    env = {}
+    cache = _hub(tmp_path)
+    if where == "SENTENCE_TRANSFORMERS_HOME":
+        cache = tmp_path / "st-home"
+        env = {where: str(cache)}
+    tiny_cross_encoder_cache(cache, FRENCH_MODEL, words=("franchise", "vol"))
+    proc, imported = _child(["search", "--dsn", kb, "--collection", "contrat", "--rerank", "--json", "franchise vol"],
+                            tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().rsplit("\n{", 1)[0])
+    assert out["settings"]["reranker"] == FRENCH_MODEL and imported["sentence_transformers"]
+    assert len(out["results"]) == 2 and all(h["rerank_score"] is not None for h in out["results"])
+
+
+@pytest.mark.parametrize("where", ["HF_HOME", "SENTENCE_TRANSFORMERS_HOME"])
+def test_reranker_present_in_the_cache_passes_the_check(tmp_path: Path, where: str) -> None:
+    hub = tmp_path / "hub" if where == "HF_HOME" else tmp_path
+    repo = hub / "models--acme--tiny-ce"
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text("0" * 40)
     (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
     (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
     code = "from ragfr.retrieval.rerank import require_reranker_files as r; r('acme/tiny-ce'); print('ok')"
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_CACHE", "SENTENCE_TRANSFORMERS_HOME")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, "HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+                          env={**env, "HF_HOME": str(tmp_path / "elsewhere"), where: str(tmp_path),
+                               "HF_HUB_OFFLINE": "1"})
     assert proc.stdout.strip() == "ok", proc.stderr
 
 

@@ -1,5 +1,6 @@
 """The reranking configuration of `ragfr eval` finds its cross-encoder as `ragfr search --rerank` does:
---reranker, else $RAGFR_RERANKER, else the French model directory; none found, it is skipped with the reason."""
+--reranker, else $RAGFR_RERANKER, else the French model (ragfr/reranker-fr) from the Hugging Face cache; none
+found, it is skipped with the reason."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from tests.support.paths import GOLDEN
-from tests.support.standins import tiny_cross_encoder
+from tests.support.standins import tiny_cross_encoder, tiny_cross_encoder_cache
 
 from ragfr.cli import main
 from ragfr.eval import ragfr_configs
 from ragfr.eval.configs import EvalContext
+from ragfr.retrieval.rerank import FRENCH_MODEL
 
 E5 = "local:multilingual-e5-small"
 RERANK = "ragfr-hybrid-rerank"
@@ -21,12 +23,14 @@ RERANK = "ragfr-hybrid-rerank"
 
 @pytest.fixture
 def no_default_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """RAGFR_RERANKER unset and the French model directory absent, whatever this machine holds in /opt."""
-    absent = tmp_path / "opt-ragfr-reranker"
+    """RAGFR_RERANKER unset and the cross-encoder cache an empty folder (SENTENCE_TRANSFORMERS_HOME, the cache a
+    load by name reads when set), whatever this machine's Hugging Face cache holds."""
+    cache = tmp_path / "st-home"
+    cache.mkdir()
     monkeypatch.delenv("RAGFR_RERANKER", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr("ragfr.retrieval.rerank.FRENCH_MODEL_DIR", absent)
-    return absent
+    monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(cache))
+    return cache
 
 
 def _make(ctx: EvalContext) -> object:
@@ -42,9 +46,17 @@ def _context(reranker: str | None) -> EvalContext:
 def test_without_a_model_the_rerank_configuration_is_skipped_with_where_it_looked(no_default_model: Path) -> None:
     reason = _make(_context(None))
     assert isinstance(reason, str)
-    assert reason.startswith(f"no reranker model: no cross-encoder found: RAGFR_RERANKER is unset and "
-                             f"{no_default_model} (the French cross-encoder's directory")
-    assert "`make reranker` builds one" in reason
+    assert reason.startswith(f"no reranker model: no cross-encoder found: RAGFR_RERANKER is unset and the French "
+                             f"cross-encoder 'ragfr/reranker-fr' is not in the Hugging Face cache {no_default_model} ")
+    assert "`make reranker` trains it" in reason
+
+
+def test_without_a_name_the_rerank_configuration_uses_the_cached_french_model(no_default_model: Path) -> None:
+    """STAND-IN weights (tests/support/standins.py): which model the configuration loads, never its scores."""
+    tiny_cross_encoder_cache(no_default_model, FRENCH_MODEL)
+    ranker = _make(_context(None))
+    assert isinstance(ranker, ragfr_configs.RagfrRanker), ranker
+    assert ranker.reranker is not None and ranker.reranker.model_id == FRENCH_MODEL
 
 
 def test_the_given_model_comes_before_ragfr_reranker(no_default_model: Path, tmp_path: Path,

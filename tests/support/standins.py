@@ -9,14 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def tiny_cross_encoder(path: Path, words: tuple[str, ...] = ("sinistre", "franchise")) -> Path:
-    """Save a 1-layer, 8-wide BERT sequence classifier (one logit) and its tokenizer to `path`."""
+def tiny_cross_encoder(path: Path, words: tuple[str, ...] = ("sinistre", "franchise"),
+                       max_length: int | None = None) -> Path:
+    """Save a 1-layer, 8-wide BERT sequence classifier (one logit) and its tokenizer to `path`. `max_length`
+    is saved as the tokenizer's model_max_length (the maximum a CrossEncoder loaded without one keeps);
+    None leaves the model's 512 positions."""
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
     path.mkdir(parents=True)
     vocab = path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
-    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(path)
+    saved = {} if max_length is None else {"model_max_length": max_length}
+    BertTokenizerFast(vocab_file=str(vocab), **saved).save_pretrained(path)
     config = BertConfig(vocab_size=5 + len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
                         intermediate_size=8, num_labels=1)
     BertForSequenceClassification(config).save_pretrained(path)

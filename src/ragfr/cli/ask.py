@@ -19,7 +19,8 @@ AND $RAGFR_GATE_CE_EVIDENCE holds a calibrated threshold
 
 No cross-encoder by default (the fused top -k, 10, go to the gate): the French one trained here ranks below
 RRF and costs ~2.4 s a question (docs/retrieval-quality.md, "Cross-encoder"). --rerank turns it on, as in
-`ragfr search`: the model is --reranker, else $RAGFR_RERANKER, else /opt/ragfr/reranker (`make reranker`).
+`ragfr search`: the model is --reranker, else $RAGFR_RERANKER, else ragfr/reranker-fr (`make reranker`'s
+model) from the Hugging Face cache, offline ($SENTENCE_TRANSFORMERS_HOME when set, else the hub cache).
 
 examples:
   ragfr ask --collection contrats "Quel est le délai pour déclarer un vol ?"

@@ -10,7 +10,7 @@ from pathlib import Path
 from ragfr.cli.common import add_dsn, require_dsn
 from ragfr.eval.configs import DEFAULT_DEPTH
 from ragfr.eval.registry import config_names
-from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL_DIR
+from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL
 
 # Only ragfr's own configurations are gated: the Open WebUI baselines are context, not our product.
 DEFAULT_GATED = ("ragfr-lexical", "ragfr-vector", "ragfr-hybrid")
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help=f"configuration to run; repeat or comma-separate (here: {', '.join(config_names())})")
     parser.add_argument("--reranker", metavar="PATH_OR_NAME",
                         help=f"cross-encoder of {RERANK_CONFIG}: a model directory or a Hugging Face name in the "
-                             f"cache (default ${ENV_VAR}, else {FRENCH_MODEL_DIR}; none found: skipped)")
+                             f"cache (default ${ENV_VAR}, else {FRENCH_MODEL} in the cache; none found: skipped)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     parser.add_argument("--limit-queries", type=int, metavar="N", help="evaluate a seeded random sample of N queries")
     parser.add_argument("--seed", type=int, default=0, help="seed of the --limit-queries sample (default 0)")

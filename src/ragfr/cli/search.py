@@ -8,7 +8,7 @@ from typing import Any
 
 from ragfr.cli.common import add_dsn, ef_search_arg, require_dsn
 from ragfr.db.filters import GRAMMAR
-from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL_DIR
+from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL
 
 EPILOG = """\
 how it ranks:
@@ -19,7 +19,9 @@ how it ranks:
   rerank        none by default (results = the fused top -k, 10): the French cross-encoder trained here
                 ranks below RRF and costs ~2.4 s a question (docs/retrieval-quality.md, "Cross-encoder").
                 --rerank: a cross-encoder scores the top --rerank-candidates (10) fused chunks, keeps -k (3);
-                its model is --reranker, else $RAGFR_RERANKER, else /opt/ragfr/reranker (`make reranker`)
+                its model is --reranker, else $RAGFR_RERANKER, else ragfr/reranker-fr, the French one
+                `make reranker` trains, from the Hugging Face cache (offline; $SENTENCE_TRANSFORMERS_HOME
+                when set, else the hub cache: `python -m ragfr_tools.reranker.package --out DIR` puts it there)
 Filters are hard constraints applied inside both arms. If a filtered arm hits its scan budget before
 finding enough rows, the result says so (underfilled, with counts) instead of coming back short in silence.
 
@@ -56,7 +58,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
                         help="no cross-encoder, results = fused top -k (the default)")
     p.add_argument("--reranker", default=None, metavar="PATH_OR_NAME",
                    help=f"cross-encoder directory or Hugging Face name, used with --rerank (default ${ENV_VAR}, "
-                        f"else {FRENCH_MODEL_DIR})")
+                        f"else {FRENCH_MODEL} from the Hugging Face cache)")
     p.add_argument("--rerank-candidates", type=int, default=10,
                    help="fused chunks the cross-encoder sees with --rerank (default 10)")
     p.add_argument("--ef-search", type=ef_search_arg, default=None, metavar="N|auto",

@@ -24,7 +24,7 @@ class EvalContext:
     embedder: Embedder
     depth: int = DEFAULT_DEPTH
     # The cross-encoder of the reranking configuration (`ragfr eval --reranker`); None: the same default
-    # as `ragfr search --rerank` ($RAGFR_RERANKER, else ragfr.retrieval.rerank.FRENCH_MODEL_DIR).
+    # as `ragfr search --rerank` ($RAGFR_RERANKER, else ragfr.retrieval.rerank.FRENCH_MODEL from the cache).
     reranker: str | None = None
 
 

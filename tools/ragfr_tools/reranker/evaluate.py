@@ -21,6 +21,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +110,19 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def evaluate(dsn: str, piaf: Path, model: Path, golden: Path, h: Hyper = HYPER) -> dict[str, Any]:
-    import psycopg
+@dataclass
+class Setup:
+    """What every measurement of a trained model starts from: the split, the sampled test questions, the
+    embedder and the model, on the threads and seed of `h`."""
+    full: Dataset
+    train: Dataset
+    test: Dataset
+    questions: list[Any]
+    embedder: Any
+    reranker: Any
+
+
+def setup(piaf: Path, model: Path, h: Hyper = HYPER) -> Setup:
     import torch
 
     from ragfr.embed import load_embedder
@@ -118,26 +130,32 @@ def evaluate(dsn: str, piaf: Path, model: Path, golden: Path, h: Hyper = HYPER) 
 
     torch.manual_seed(h.seed)
     torch.set_num_threads(h.threads)
-    started = time.monotonic()
     full, train, test = split_dataset(load_piaf(piaf), h)
-    questions = sample_queries(test, h.test_questions, h.seed)
-    embedder = load_embedder(EMBEDDER)
-    reranker = CrossEncoderReranker(str(model), max_length=h.max_length, batch_size=h.rerank_top_n)
+    return Setup(full, train, test, sample_queries(test, h.test_questions, h.seed), load_embedder(EMBEDDER),
+                 CrossEncoderReranker(str(model), max_length=h.max_length, batch_size=h.rerank_top_n))
+
+
+def evaluate(dsn: str, piaf: Path, model: Path, golden: Path, h: Hyper = HYPER) -> dict[str, Any]:
+    import psycopg
+
+    started = time.monotonic()
+    st = setup(piaf, model, h)
     manifest = json.loads((model / "manifest.json").read_text())
     golden_ds = load_dataset(golden)
     golden_q = [golden_ds.queries[q] for q in sorted(golden_ds.queries)
                 if any(g > 0 for g in golden_ds.qrels.get(q, {}).values())]
     with psycopg.connect(dsn) as conn:
         suites = {
-            "piaf-test": run_suite(conn, full, questions, embedder, reranker, h, "piaf-test"),
-            "golden": run_suite(conn, golden_ds, golden_q, embedder, reranker, h, "golden"),
+            "piaf-test": run_suite(conn, st.full, st.questions, st.embedder, st.reranker, h, "piaf-test"),
+            "golden": run_suite(conn, golden_ds, golden_q, st.embedder, st.reranker, h, "golden"),
         }
     return {
         "issue": 29, "model": str(model), "model_sha256": manifest.get("model_sha256"),
         "hyper": manifest.get("hyper"), "hyper_hash": manifest.get("hyper_hash"),
-        "split_hash": split_hash(train, test),
-        "split": {"train_articles_paragraphs": len(train.corpus), "test_paragraphs": len(test.corpus),
-                  "test_questions": len(test.queries), "asked": len(questions), "corpus_paragraphs": len(full.corpus)},
+        "split_hash": split_hash(st.train, st.test),
+        "split": {"train_articles_paragraphs": len(st.train.corpus), "test_paragraphs": len(st.test.corpus),
+                  "test_questions": len(st.test.queries), "asked": len(st.questions),
+                  "corpus_paragraphs": len(st.full.corpus)},
         "train_wall_seconds": manifest.get("wall_seconds"), "threads": h.threads,
         "suites": suites, "eval_wall_seconds": round(time.monotonic() - started, 1),
     }

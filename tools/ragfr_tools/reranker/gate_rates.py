@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ragfr.eval.beir import Dataset, load_dataset
-from ragfr.eval.piaf import load_piaf
 from ragfr.retrieval.gate import GateConfig, assess
 from ragfr.retrieval.types import Hit
 from ragfr_tools.repo import REPO
-from ragfr_tools.reranker.data import EMBEDDER, sample_queries, split_dataset
+from ragfr_tools.reranker.evaluate import setup
 from ragfr_tools.reranker.hyper import HYPER, Hyper, hyper_hash
 from ragfr_tools.reranker.package import default_model
 
@@ -101,30 +100,21 @@ def measure(conn: Any, full: Dataset, train: Dataset, questions: list[Any], embe
 
 def run(dsn: str, piaf: Path, model: Path, golden_dir: Path, h: Hyper = HYPER) -> dict[str, Any]:
     import psycopg
-    import torch
 
-    from ragfr.embed import load_embedder
-    from ragfr.retrieval.rerank import CrossEncoderReranker
-
-    torch.manual_seed(h.seed)
-    torch.set_num_threads(h.threads)
     started = time.monotonic()
-    full, train, test = split_dataset(load_piaf(piaf), h)
-    questions = sample_queries(test, h.test_questions, h.seed)
-    embedder = load_embedder(EMBEDDER)
-    reranker = CrossEncoderReranker(str(model), max_length=h.max_length, batch_size=h.rerank_top_n)
+    st = setup(piaf, model, h)
     with psycopg.connect(dsn) as conn:
-        calibration = calibrate(conn, load_dataset(golden_dir), embedder, reranker)
+        calibration = calibrate(conn, load_dataset(golden_dir), st.embedder, st.reranker)
         evidence = calibration["cross_encoder_logit"]["best"]["threshold"]
         gates = {"rrf": GateConfig.for_scale("rrf"),
                  # the calibrated evidence threshold, the noise floor's built-in default (RAGFR_GATE_CE_NOISE)
                  "cross-encoder": GateConfig("cross-encoder", min(GateConfig.for_scale("cross-encoder").noise_floor,
                                                                   evidence), evidence)}
-        measured = measure(conn, full, train, questions, embedder, reranker, gates, h)
+        measured = measure(conn, st.full, st.train, st.questions, st.embedder, st.reranker, gates, h)
     manifest = json.loads((model / "manifest.json").read_text())
     return {
         "issue": 29, "model": str(model), "model_sha256": manifest.get("model_sha256"),
-        "hyper_hash": manifest.get("hyper_hash"), "questions": len(questions),
+        "hyper_hash": manifest.get("hyper_hash"), "questions": len(st.questions),
         "calibration_golden": calibration,
         "gates": {g: dataclasses.asdict(c) for g, c in gates.items()},
         **measured, "wall_seconds": round(time.monotonic() - started, 1),

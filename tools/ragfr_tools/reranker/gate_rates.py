@@ -78,14 +78,17 @@ def measure(conn: Any, full: Dataset, train: Dataset, questions: list[Any], embe
             ce = reranked(hits, reranker.score(q.text, [x.text for x in hits]))
             for name, gate in gates.items():
                 order = ce if gate.scale == "cross-encoder" else hits
-                grounded = assess(order, gate).grounded
+                evidence = assess(order, gate)
+                grounded = evidence.grounded
                 row[f"{name}:{side}"] = grounded
+                row[f"{name}:{side}:top"] = evidence.top_score
                 if side == "off":
                     tally[name]["off_domain"] += 1
                     tally[name]["refused"] += not grounded
                     continue
                 top3 = documents_ranking([str(x.id) for x in order], chunk_to_doc)[:3]
-                if set(top3) & {d for d, g in full.qrels[q.id].items() if g > 0}:
+                row[f"{name}:answerable"] = bool(set(top3) & {d for d, g in full.qrels[q.id].items() if g > 0})
+                if row[f"{name}:answerable"]:
                     tally[name]["answerable"] += 1
                     tally[name]["answered"] += grounded
         rows.append(row)
@@ -95,7 +98,24 @@ def measure(conn: Any, full: Dataset, train: Dataset, questions: list[Any], embe
                   f"eta {el / n * (len(questions) - n):.0f} s", flush=True)
     rates = {g: {**t, "answered_rate": round(t["answered"] / max(t["answerable"], 1), 4),
                  "refused_rate": round(t["refused"] / max(t["off_domain"], 1), 4)} for g, t in tally.items()}
-    return {"rates": rates, "per_query": rows}
+    return {"rates": rates, "ceiling_on_test": {g: ceiling(rows, g) for g in gates}, "per_query": rows}
+
+
+def ceiling(rows: list[dict[str, Any]], gate: str) -> dict[str, Any]:
+    """What ONE evidence threshold on this gate's top score could reach at best on these very questions: an
+    upper bound, chosen on the test split itself, so never a calibration. Answered / refused rates of every
+    distinct top score as threshold; the point maximising the worse of (answered - 0.95, refused - 0.90)."""
+    pos = [r[f"{gate}:in:top"] for r in rows if r.get(f"{gate}:answerable") and r[f"{gate}:in:top"] is not None]
+    neg = [r[f"{gate}:off:top"] for r in rows if r[f"{gate}:off:top"] is not None]
+    best: dict[str, Any] = {}
+    for t in sorted(set(pos) | set(neg)):
+        answered = sum(v >= t for v in pos) / max(len(pos), 1)
+        refused = sum(v < t for v in neg) / max(len(neg), 1)
+        margin = min(answered - 0.95, refused - 0.90)
+        if not best or margin > best["margin"]:
+            best = {"threshold": t, "answered": round(answered, 4), "refused": round(refused, 4),
+                    "margin": round(margin, 4)}
+    return {**best, "meets_95_90": bool(best) and best["margin"] >= 0}
 
 
 def run(dsn: str, piaf: Path, model: Path, golden_dir: Path, h: Hyper = HYPER) -> dict[str, Any]:
@@ -140,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gate_rates: {gate}: answers {r['answered']}/{r['answerable']} ({r['answered_rate']:.1%}) of the "
               f"answerable, refuses {r['refused']}/{r['off_domain']} ({r['refused_rate']:.1%}) off-domain")
     print(f"gate_rates: calibration on golden: {json.dumps(result['calibration_golden'].get('settings'))}")
+    for gate, c in result["ceiling_on_test"].items():
+        print(f"gate_rates: {gate}: the best single threshold ON THESE QUESTIONS (an upper bound, not a "
+              f"calibration): {json.dumps(c)}")
     print(f"gate_rates: {out}; wall {result['wall_seconds']:.0f} s")
     return 0
 

@@ -36,12 +36,9 @@ def stand_in_model(path: Path, texts: Iterable[str] | None = None, *, seed: int 
         tiny_cross_encoder(path, words=("vol", "assureur", "sinistre"))
     else:
         import torch
-        from transformers import BertForSequenceClassification, BertTokenizerFast
+        from transformers import BertForSequenceClassification
 
         tiny_cross_encoder(path, words=_words(texts))
-        # BertTokenizerFast(vocab_file=...) saves a tokenizer.json without the words under transformers 5:
-        # every word would be [UNK] and every passage of one length would score the same.
-        BertTokenizerFast(vocab=str(path / "vocab.txt")).save_pretrained(path)
         model = BertForSequenceClassification.from_pretrained(path)
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():

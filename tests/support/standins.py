@@ -20,7 +20,9 @@ def tiny_cross_encoder(path: Path, words: tuple[str, ...] = ("sinistre", "franch
     vocab = path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     saved = {} if max_length is None else {"model_max_length": max_length}
-    BertTokenizerFast(vocab_file=str(vocab), **saved).save_pretrained(path)
+    # vocab=, not vocab_file=: under transformers 5 the latter saves a tokenizer.json without the words, so
+    # every word would load as [UNK] and passages of one length would score the same.
+    BertTokenizerFast(vocab=str(vocab), **saved).save_pretrained(path)
     config = BertConfig(vocab_size=5 + len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
                         intermediate_size=8, num_labels=1)
     BertForSequenceClassification(config).save_pretrained(path)

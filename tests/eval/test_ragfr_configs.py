@@ -29,6 +29,9 @@ def no_default_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache.mkdir()
     monkeypatch.delenv("RAGFR_RERANKER", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub read the variable when this session first imported it: without this, a load by name
+    # asks the (unreachable) Hub first and waits minutes for its retries before reading the cache.
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(cache))
     return cache
 

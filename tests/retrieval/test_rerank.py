@@ -27,6 +27,9 @@ def st_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub read the variable when this session first imported it: without this, a load by name
+    # asks the (unreachable) Hub first and waits minutes for its retries before reading the cache.
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     monkeypatch.delenv("RAGFR_RERANKER", raising=False)
     return home
 

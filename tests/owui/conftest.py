@@ -137,9 +137,11 @@ def run_probe(owui_site_packages: Path, tmp_path: Path) -> Probe:
 
 
 @contextmanager
-def running_stack(site: Path, patched: Path, pg_dsn: str, tmp: Path) -> Iterator[Server]:
-    """The Ollama-API test double + one patched Open WebUI server (settings of `make up`, tests/owui/stack.py)
-    on its own freshly migrated e5 database; everything stopped and dropped afterwards."""
+def running_stack(site: Path, patched: Path, pg_dsn: str, tmp: Path,
+                  extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    """The Ollama-API test double + one patched Open WebUI server (settings of `make up`, tests/owui/stack.py,
+    plus `extra_env`, see start_open_webui) on its own freshly migrated e5 database; everything stopped and
+    dropped afterwards."""
     from ragfr.db.migrate import migrate
 
     from .stack import E5_SPACE, start_double, start_open_webui, stop
@@ -148,7 +150,7 @@ def running_stack(site: Path, patched: Path, pg_dsn: str, tmp: Path) -> Iterator
         migrate(dsn, 384, E5_SPACE)
         double = start_double(tmp)
         try:
-            server = start_open_webui(tmp, site, patched, dsn, double)
+            server = start_open_webui(tmp, site, patched, dsn, double, extra_env=extra_env)
             try:
                 yield server
             finally:

@@ -21,23 +21,18 @@ the plumbing, identical for both:
 from __future__ import annotations
 
 import json
-import math
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.support.reranker_model import stand_in_model
 
 from ragfr.owui.chat_gate import REFUSAL
 from ragfr.retrieval.gate import GateConfig
 from ragfr_tools import pgdb
-from ragfr_tools.reranker.package import REPO as MODEL_REPO
-from ragfr_tools.reranker.package import package
 
-from .conftest import OWUI_PYTHON
+from .reranker import logits, packaged_model, server_env, sigmoid
 from .stack import (
     E5_SPACE,
     Server,
@@ -67,30 +62,6 @@ QUESTIONS = (
     "Quel est le montant de la franchise par sinistre ?",
     "Comment résilier le contrat d'assurance habitation ?",
 )
-SCORE = """
-import json, sys
-import torch
-from sentence_transformers import CrossEncoder
-ce = CrossEncoder(sys.argv[1], device="cpu")
-pairs = [tuple(p) for p in json.load(sys.stdin)]
-print(json.dumps([float(s) for s in ce.predict(pairs, batch_size=32, activation_fn=torch.nn.Identity(),
-                                                show_progress_bar=False)]))
-"""
-
-
-def logits(snapshot: Path, pairs: list[tuple[str, str]]) -> list[float]:
-    """The cross-encoder's raw logits for (question, passage) pairs: sentence-transformers' CrossEncoder on the
-    snapshot Open WebUI loads, in Open WebUI's venv (its versions), without the sigmoid Open WebUI applies."""
-    done = subprocess.run([str(OWUI_PYTHON), "-c", SCORE, str(snapshot)], input=json.dumps(pairs), text=True,
-                          capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [float(x) for x in json.loads(done.stdout.strip().splitlines()[-1])]
-
-
-def sigmoid(x: float) -> float:
-    return 1 / (1 + math.exp(-x))
-
-
 @dataclass
 class Stack:
     server: Server
@@ -107,16 +78,8 @@ def stack(owui_site_packages: Path, patched_tree: Path, pg_dsn: str,
     from ragfr.db.migrate import migrate
 
     tmp = tmp_path_factory.mktemp("owui-reranker")
-    trained = os.environ.get("RAGFR_TEST_RERANKER")
-    if trained:
-        model = Path(trained)
-        assert (model / "manifest.json").is_file(), f"RAGFR_TEST_RERANKER={trained}: no trained model there"
-    else:
-        model = tmp / "stand-in"
-        stand_in_model(model, [*DOCUMENTS.values(), *QUESTIONS])
-    cache = tmp / "hf-cache"
-    commit = package(model, cache)
-    snapshot = cache / f"models--{MODEL_REPO.replace('/', '--')}" / "snapshots" / commit
+    model = packaged_model(tmp, [*DOCUMENTS.values(), *QUESTIONS])
+    snapshot = model.snapshot
 
     # The threshold, derived from the scores: halfway between the best logits of the two questions that score
     # highest and lowest, so one is above the gate and the other below it. For the trained model the calibrated
@@ -129,13 +92,7 @@ def stack(owui_site_packages: Path, patched_tree: Path, pg_dsn: str,
     assert high - low > 1e-3, f"the model gives every question the same best score: {best}"
     threshold = (high + low) / 2
 
-    reranker_env = {
-        "RAG_RERANKING_MODEL": MODEL_REPO,
-        "SENTENCE_TRANSFORMERS_HOME": str(cache),
-        "HF_HOME": str(cache),
-        "HF_HUB_OFFLINE": "1",
-        "RAGFR_GATE_CE_EVIDENCE": repr(threshold),
-    }
+    reranker_env = server_env(model, threshold)
     with pgdb.fresh_database(pg_dsn, "ragfr_chat_reranker") as dsn:
         migrate(dsn, 384, E5_SPACE)
         double = start_double(tmp)

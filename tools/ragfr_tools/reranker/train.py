@@ -55,7 +55,7 @@ def machine() -> dict[str, Any]:
 
     import torch
 
-    model, flags = "", set()
+    model, flags = "", set[str]()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")

@@ -118,8 +118,21 @@ def test_unsupported_objects_fail_with_their_name(objects: dict[tuple[str, str],
 
 def test_every_deviation_stand_in_and_gap_is_documented() -> None:
     doc = " ".join((REPO / "docs" / "install.md").read_text().split())
-    for item in (*kp.DEVIATIONS, *smoke.NOT_RUN, *smoke.STAND_INS.values()):
+    for item in (*kp.DEVIATIONS, *smoke.NOT_RUN, smoke.NO_RERANKER, *smoke.STAND_INS.values()):
         assert " ".join(item.split()) in doc, f"docs/install.md does not list: {item}"
+
+
+def test_the_smoke_expects_the_gate_scale_the_example_renders() -> None:
+    """With a reranker the gate decides on the cross-encoder's scale and its init containers run (so they are
+    no longer listed as not run); the default renders neither."""
+    default = smoke.render("default", smoke.SMOKE_VALUES)
+    image = smoke.render("reranker-image", smoke.SMOKE_VALUES)
+    owui = {name: kp.pod_of(next(d for d in docs if d["kind"] == "Deployment"
+                                 and d["metadata"]["name"].endswith("openwebui")), kp.index(docs))
+            for name, docs in (("default", default), ("image", image))}
+    assert smoke.gate_scale(owui["default"]) == "rrf" and smoke.NO_RERANKER in smoke.not_run(default)
+    assert smoke.gate_scale(owui["image"]) == "cross-encoder" and smoke.NO_RERANKER not in smoke.not_run(image)
+    assert "copy-reranker-cache" in [c.name for c in owui["image"].init_containers]
 
 
 def test_each_smoke_run_names_its_objects_apart() -> None:

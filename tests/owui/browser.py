@@ -16,6 +16,8 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.support.paths import REPO
 
+from ragfr.owui.chat_gate import CLOSEST, REFUSAL
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
@@ -103,3 +105,13 @@ def ask_with_knowledge(pg: Any, url: str, question: str) -> None:
     else:
         raise AssertionError(f"the chat input never showed {question!r}: {box.inner_text()!r}")
     pg.keyboard.press("Enter")
+
+
+def see_refusal(pg: Any, url: str, question: str, filename: str, shot: Path) -> None:
+    """Asks `question` with the knowledge base and waits for the gate's refusal as the analyst sees it: the
+    French refusal, the closest passages' heading and the file they come from; then a screenshot."""
+    ask_with_knowledge(pg, url, question)
+    pg.get_by_text(REFUSAL).first.wait_for()
+    pg.get_by_text(CLOSEST).first.wait_for()
+    pg.get_by_text(filename).first.wait_for()
+    pg.screenshot(path=str(shot), full_page=True)

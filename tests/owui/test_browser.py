@@ -21,11 +21,10 @@ from typing import Any
 
 import pytest
 
-from ragfr.owui.chat_gate import CLOSEST, REFUSAL
 from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 
-from .browser import SHOTS, ask_with_knowledge, chromium_page, create_knowledge_base, sign_up
+from .browser import SHOTS, ask_with_knowledge, chromium_page, create_knowledge_base, see_refusal, sign_up
 from .conftest import running_stack
 from .stack import Server
 
@@ -62,10 +61,6 @@ def test_analyst_in_chromium_gets_a_cited_answer_and_a_refusal(server: Server, p
     assert server.double.chat_requests() - before == 1
 
     before = server.double.chat_requests()
-    ask_with_knowledge(page, server.url, OFF_DOMAIN)
-    page.get_by_text(REFUSAL).first.wait_for()
-    page.get_by_text(CLOSEST).first.wait_for()
-    page.get_by_text(FILENAME).first.wait_for()
-    page.screenshot(path=str(SHOTS / "refused.png"), full_page=True)
+    see_refusal(page, server.url, OFF_DOMAIN, FILENAME, SHOTS / "refused.png")
     assert server.double.chat_requests() - before == 0
     assert server.log_events("gate")[-1]["decision"] == "refuse"

@@ -34,13 +34,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from ragfr.owui.chat_gate import CLOSEST, REFUSAL
 from ragfr.retrieval.gate import GateConfig
 from ragfr_tools.eval.owui_chunking import OpenWebUISplitter, settings_chunking
 from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 
-from .browser import SHOTS, ask_with_knowledge, chromium_page, create_knowledge_base, sign_up
+from .browser import SHOTS, ask_with_knowledge, chromium_page, create_knowledge_base, see_refusal, sign_up
 from .conftest import running_stack
 from .reranker import Model, chart_threshold, logits, packaged_model, server_env, sigmoid, trained_model
 from .stack import Server
@@ -158,12 +157,7 @@ def test_the_answer_cites_the_file_and_its_modal_shows_the_cross_encoder_score(u
     chip.wait_for()
     page.screenshot(path=str(SHOTS / "answered-reranker.png"), full_page=True)
     assert server.double.chat_requests() - chats == 1
-    new = server.log_events("gate")[gates:]
-    assert len(new) == 1, new
-    gate = new[0]
-    assert gate["scale"] == "cross-encoder" and gate["decision"] == "answer", gate
-    assert gate["evidence_threshold"] == stack.threshold, gate
-    assert gate["top_score"] == pytest.approx(best(stack, ANSWERABLE), abs=1e-3), (gate, stack.scores)
+    assert_one_decision(stack, gates, ANSWERABLE, "answer")
 
     # The chip opens the citation modal: one entry per passage of the file, best first, each with its
     # relevance as Open WebUI shows it. The passages are the cross-encoder's top RAG_TOP_K_RERANKER (3) of the
@@ -195,15 +189,17 @@ def test_the_answer_cites_the_file_and_its_modal_shows_the_cross_encoder_score(u
 def test_the_off_domain_question_is_refused_on_the_cross_encoder_scale(uploaded: Stack, page: Any) -> None:
     stack, server = uploaded, uploaded.server
     chats, gates = server.double.chat_requests(), len(server.log_events("gate"))
-    ask_with_knowledge(page, server.url, OFF_DOMAIN)
-    page.get_by_text(REFUSAL).first.wait_for()
-    page.get_by_text(CLOSEST).first.wait_for()
-    page.get_by_text(FILENAME).first.wait_for()
-    page.screenshot(path=str(SHOTS / "refused-reranker.png"), full_page=True)
+    see_refusal(page, server.url, OFF_DOMAIN, FILENAME, SHOTS / "refused-reranker.png")
     assert server.double.chat_requests() - chats == 0
-    new = server.log_events("gate")[gates:]
+    assert_one_decision(stack, gates, OFF_DOMAIN, "refuse")
+
+
+def assert_one_decision(stack: Stack, gates_before: int, question: str, decision: str) -> None:
+    """The question made exactly one gate decision, on the cross-encoder scale with the server's threshold,
+    from the best logit this test computed for it."""
+    new = stack.server.log_events("gate")[gates_before:]
     assert len(new) == 1, new
     gate = new[0]
-    assert gate["scale"] == "cross-encoder" and gate["decision"] == "refuse", gate
+    assert gate["scale"] == "cross-encoder" and gate["decision"] == decision, gate
     assert gate["evidence_threshold"] == stack.threshold, gate
-    assert gate["top_score"] == pytest.approx(best(stack, OFF_DOMAIN), abs=1e-3), (gate, stack.scores)
+    assert gate["top_score"] == pytest.approx(best(stack, question), abs=1e-3), (gate, stack.scores)

@@ -60,7 +60,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reranker: [2/4] mine: {mined} exists, skipped", flush=True)
     elif lock.lock_path().exists():
         t0 = time.monotonic()
-        lock.rebuild(args.piaf, lock.lock_path(), mined)
+        try:
+            lock.rebuild(args.piaf, lock.lock_path(), mined)
+        except lock.LockError as exc:
+            print(f"reranker: [2/4] mine: {exc}. The recorded pairs cannot be rebuilt from this PIAF file; a "
+                  f"model trained on other pairs would not be the recorded one (make reranker-remine shows "
+                  f"how fresh pairs differ)", file=sys.stderr)
+            return 2
         write_meta(args.piaf, mined)
         print(f"reranker: [2/4] mine: {mined} rebuilt from the lock {lock.lock_path().relative_to(REPO)} "
               f"(same sha256) in {time.monotonic() - t0:.0f} s", flush=True)

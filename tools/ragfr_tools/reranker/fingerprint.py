@@ -21,6 +21,7 @@ from ragfr.eval.piaf import load_piaf
 from ragfr_tools.repo import REPO
 from ragfr_tools.reranker.data import passage, sample_queries, split_dataset
 from ragfr_tools.reranker.hyper import HYPER, Hyper, hyper_hash
+from ragfr_tools.reranker.lock import row_per_line
 
 QUESTIONS = 100
 OTHERS = 3  # paragraphs of the same article beside the question's own: close, hard pairs
@@ -72,9 +73,7 @@ def record(model: Path, piaf: Path, out: Path, h: Hyper = HYPER) -> dict[str, An
     fp = {"hyper_hash": manifest["hyper_hash"], "model_sha256": manifest["model_sha256"],
           "trained_on": manifest.get("machine"), "scored_on": machine(), "tolerance": TOLERANCE,
           "scores": scores(model, piaf, h)}
-    body = ",\n".join("  " + json.dumps(r) for r in fp["scores"])
-    head = ",\n".join(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in fp.items() if k != "scores")
-    out.write_text("{\n" + head + ',\n "scores": [\n' + body + "\n ]\n}\n")
+    out.write_text(row_per_line(fp, "scores"), encoding="utf-8")
     return fp
 
 

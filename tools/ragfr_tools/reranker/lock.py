@@ -37,6 +37,13 @@ class LockError(Exception):
     """The lock does not rebuild what it promises (other PIAF file, split, chunking or texts)."""
 
 
+def row_per_line(doc: dict[str, Any], key: str) -> str:
+    """`doc` as JSON with each element of doc[key] on a line of its own, so a committed file diffs by row."""
+    head = ",\n".join(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(doc.items()) if k != key)
+    body = ",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in doc[key])
+    return "{\n" + head + f',\n {json.dumps(key)}: [\n' + body + "\n ]\n}\n"
+
+
 def lock_path(h: Hyper = HYPER) -> Path:
     return LOCKS / f"mined-{mining_hash(h)}.json"
 
@@ -60,10 +67,7 @@ def write(piaf: Path, mined: Path, out: Path, h: Hyper = HYPER) -> dict[str, Any
     lock = {"mining_hash": mining_hash(h), "piaf_sha256": sha256_file(piaf), "split_hash": split_hash(train, test),
             "chunking": dataclasses.asdict(ChunkConfig()), "mined_sha256": sha256_file(mined), "rows": rows}
     out.parent.mkdir(parents=True, exist_ok=True)
-    header = ",\n".join(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(lock.items())
-                         if k != "rows")
-    body = ",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in rows)  # one question per line: diffable
-    out.write_text("{\n" + header + ',\n "rows": [\n' + body + "\n ]\n}\n", encoding="utf-8")
+    out.write_text(row_per_line(lock, "rows"), encoding="utf-8")
     check = out.with_name(out.name + ".check.jsonl")
     rebuild(piaf, out, check, h)  # the lock is only written if it rebuilds the very file it came from
     check.unlink()

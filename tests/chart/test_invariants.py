@@ -282,7 +282,8 @@ def test_network_policies_admit_only_the_intended_clients() -> None:
     assert _pods_with(docs, _labels_selected_by(db)) == {"ragfr-openwebui", migrate, "ragfr-test"}
     assert db["spec"]["ingress"][0]["ports"] == [{"port": 5432, "protocol": "TCP"}]
     ollama = one(docs, "NetworkPolicy", "-ollama")
-    assert _pods_with(docs, _labels_selected_by(ollama)) == {"ragfr-openwebui", pull}
+    # helm test's models check asks Ollama which models it holds (issue 36).
+    assert _pods_with(docs, _labels_selected_by(ollama)) == {"ragfr-openwebui", pull, "ragfr-test"}
     redis = one(docs, "NetworkPolicy", "-redis")
     assert _pods_with(docs, _labels_selected_by(redis)) == {"ragfr-openwebui"}
     # Each policy's podSelector picks the workload it protects.

@@ -65,10 +65,23 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path)
         "Deployment/ragfr-openwebui (init containers wait-for-schema, wait-for-grants, db-passfile, copy-stock-openwebui, "
         "apply-french-patch)",
         "Deployment/ragfr-openwebui container open-webui (readiness patch check)",
-        "Deployment/ragfr-openwebui (containers open-webui, ready)",
+        "Deployment/ragfr-openwebui (containers open-webui, started, not ready)",
+        "Deployment/ragfr-openwebui (ready)",
+        f"models gate ({smoke.DOUBLE_EMBEDDING_MODEL} missing, then copied in)",
         "Open WebUI API: sign-up, knowledge base, upload, 2 questions",
         "Pod/ragfr-test",
     ]
+    # Issue 36: with the embedding model in the model volume under another tag only (what a bare `ollama pull`
+    # stores), Open WebUI's readiness probe and helm test's models check both name it; Ready once it is copied in.
+    embedding, chat = smoke.DOUBLE_EMBEDDING_MODEL, smoke.CHAT_MODEL
+    assert (f"cluster-smoke: the release names {embedding}, {chat}; the model volume gets "
+            f"multilingual-e5-small-test-double:latest, {chat}") in lines
+    gate = lines[lines.index(f"cluster-smoke: models gate: {embedding} missing") + 1]
+    assert (f"PASS not Ready without {embedding}: ollama-models: Ollama at http://ragfr-ollama:11434 lacks {embedding} "
+            f"(it holds: multilingual-e5-small-test-double:latest, {chat})") in gate, gate
+    assert f"PASS helm test without it: FAIL models: AssertionError: Ollama at http://ragfr-ollama:11434 lacks " \
+           f"{embedding}" in gate, gate
+    assert f"PASS Ready once {embedding} is in the model volume" in gate, gate
     # Inside the Open WebUI container's filesystem (patched files mounted over the stock ones by subPath,
     # ragfr on PYTHONPATH from the ConfigMap), the patch is active.
     patch_check = lines[lines.index("cluster-smoke: Open WebUI container: the patch check of its readiness probe") + 1]
@@ -84,7 +97,7 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str, tmp_path: Path)
     assert "PASS 'Dans quel délai dois-je déclarer un vol ?': rank " in analyst and "Article 3 - Vol." in analyst
     assert "PASS 'Quelle est la capitale du Pérou ?': refused" in analyst and "0 model calls" in analyst
     helm_test = lines[-1]
-    for check in ("health", "patch", "schema", "french"):
+    for check in ("health", "models", "patch", "schema", "french"):
         assert f"PASS {check}:" in helm_test, helm_test
     assert "vector(384)" in helm_test and "'ecole publique' -> lexemes ['ecol', 'publiqu']" in helm_test
     assert "FAIL" not in helm_test
@@ -146,7 +159,7 @@ def test_query_rewriting_turned_back_on_fails_the_analyst_session(prefix: str, t
                 d["data"]["ENABLE_RETRIEVAL_QUERY_GENERATION"] = "true"
 
     with pytest.raises(SmokeFailure) as failure:
-        run(prefix, tmp_path, mutate=rewrite_queries)
+        run(prefix, tmp_path, mutate=rewrite_queries, models_gate_first=False)
     message = str(failure.value)
     assert message.startswith("Open WebUI API: "), message
     assert "chat model calls for the answerable question (expected 1)" in message, message
@@ -221,7 +234,8 @@ def test_database_tls_default_chart_answers_in_french(prefix: str, tmp_path: Pat
     """The whole smoke (Open WebUI's SQLAlchemy engines, ragfr's pool in Open WebUI, helm test) with ragdb
     refusing any connection without TLS from another pod: each client got there with verify-full."""
     pki = server_pki(tmp_path / "pki", "ragfr-ragdb")
-    lines, _ = run(prefix, tmp_path, overrides=TLS_VALUES, mutate=lambda docs: docs.append(pki.secret(TLS_SECRET)))
+    lines, _ = run(prefix, tmp_path, overrides=TLS_VALUES, mutate=lambda docs: docs.append(pki.secret(TLS_SECRET)),
+                   models_gate_first=False)
     analyst = lines[lines.index("cluster-smoke: through Open WebUI's HTTP API: sign up, knowledge base, two French "
                                 "questions") + 1]
     assert "PASS 'Dans quel délai dois-je déclarer un vol ?': rank " in analyst, analyst

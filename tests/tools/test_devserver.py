@@ -7,13 +7,14 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ragfr.embed import Embedder, load_embedder
 from ragfr_tools.devserver.extractive import NO_ANSWER, answer
-from ragfr_tools.devserver.server import CHAT_MODEL, make_server
+from ragfr_tools.devserver.server import CHAT_MODEL, make_server, store_files
 
 EMBED = "e5-double"
 
@@ -119,3 +120,36 @@ def test_template_examples_of_source_tags_are_not_passages() -> None:
                 '<source id="1" name="c.txt">Le vol est déclaré sous deux jours.</source>\n</context>\n')
     assert answer([{"role": "user", "content": template + "Délai pour déclarer un vol ?"}]) == (
         "Le vol est déclaré sous deux jours. [1]")
+
+
+def test_a_model_store_is_listed_and_served_as_ollama_names_it(embedder: Embedder, tmp_path: Path) -> None:
+    """With a model directory the double holds exactly its models, named as Ollama's /api/tags names them
+    (name:tag, the tag always there, the default registry and namespace dropped), read at each request."""
+    store = tmp_path / "models"
+    server = make_server("127.0.0.1", 0, embedder, "bge-m3:567m", store)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def names() -> list[str]:
+        with urllib.request.urlopen(url + "/api/tags") as resp:
+            return [m["name"] for m in json.loads(resp.read())["models"]]
+
+    try:
+        assert names() == []  # no directory yet: an empty store
+        files = store_files(["bge-m3:latest", "qwen2.5:3b", "hf.co/org/model:Q4_K_M", "me/mine"])
+        for rel, body in files.items():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_bytes(body)
+        assert sorted(names()) == ["bge-m3:latest", "hf.co/org/model:Q4_K_M", "me/mine:latest", "qwen2.5:3b"]
+        # Another tag of the embedding model is not the embedding model.
+        assert post(url + "/api/embed", {"model": "bge-m3:567m", "input": ["x"]})[0] == 404
+        assert post(url + "/api/chat", {"model": "qwen2.5:3b", "stream": False,
+                                        "messages": [{"role": "user", "content": "bonjour"}]})[0] == 200
+        assert post(url + "/api/chat", {"model": "qwen2.5", "messages": []})[0] == 404  # qwen2.5:latest
+        # A manifest whose config blob is missing is skipped, as by Ollama.
+        [config] = [rel for rel in files if rel.startswith("models/blobs/")][:1]
+        (tmp_path / config).unlink()
+        assert "bge-m3:latest" not in names()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -2,6 +2,8 @@
 
 Checks, each printed as one PASS/FAIL line (exit 1 if any fails):
   health  - Open WebUI answers /health with status true;
+  models  - Ollama lists every model the release names by its exact name:tag (Open WebUI's embedding model, the
+            chat model, the extras), and the check names each one it lacks;
   patch   - the running Open WebUI serves the patch marker, and it lists every configured file as changed;
   schema  - every migration this image knows is applied and document_chunk.vector has the configured width;
   french  - a French query reaches a differently inflected, accent-folded document through ragfr's own
@@ -32,6 +34,17 @@ def check_health() -> str:
     body = get_json("/health")
     assert body.get("status") is True, f"/health answered {body}"
     return "Open WebUI /health status true"
+
+
+def check_models() -> str:
+    from ollama_models import missing  # files/ollama_models.py, beside this script in the scripts ConfigMap
+
+    url = os.environ["OLLAMA_URL"]
+    wanted = [os.environ["EMBEDDING_MODEL"], *os.environ.get("OLLAMA_MODELS", "").split()]
+    lacking, present = missing(url, wanted)
+    assert not lacking, (f"Ollama at {url} lacks {', '.join(lacking)} (it holds: {', '.join(present) or 'no model'}); "
+                         "pull them, or fill the model volume (docs/runbooks/ollama-models-offline.md)")
+    return f"Ollama at {url} holds {', '.join(dict.fromkeys(w for w in wanted if w))}"
 
 
 def check_patch() -> str:
@@ -89,7 +102,8 @@ def check_french() -> str:
 
 
 CHECKS: dict[str, Callable[[], str]] = {
-    "health": check_health, "patch": check_patch, "schema": check_schema, "french": check_french,
+    "health": check_health, "models": check_models, "patch": check_patch, "schema": check_schema,
+    "french": check_french,
 }
 
 

@@ -16,6 +16,18 @@
 {{- end -}}
 
 {{/*
+The models Open WebUI's readiness and `helm test` require besides the embedding model, which they read from
+Open WebUI's RAG_EMBEDDING_MODEL instead (an embedding migration's switch repoints that ConfigMap key and
+restarts Open WebUI without a helm upgrade): the chat model and the extras, space separated.
+*/}}
+{{- define "ragfr.ollama.otherModels" -}}
+{{- $models := list -}}
+{{- with .Values.ollama.models.chat }}{{ $models = append $models . }}{{ end -}}
+{{- range .Values.ollama.models.extra }}{{ $models = append $models . }}{{ end -}}
+{{- join " " (uniq $models) -}}
+{{- end -}}
+
+{{/*
 Every Ollama model reference must be pinned by tag, like images: "name" alone or "name:latest" is
 whatever the registry serves on the day of the pull, so two pods (or a restore) could embed differently.
 */}}

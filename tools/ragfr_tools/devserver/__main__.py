@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ragfr.errors import RagfrError
 
@@ -31,6 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="model name the double answers to on /api/embed (set RAG_EMBEDDING_MODEL to it)",
     )
     parser.add_argument("--port-file", help="write the bound port to this file once listening (for --port 0)")
+    parser.add_argument(
+        "--models-dir",
+        help="an Ollama model directory (manifests/, blobs/): hold exactly the models it has, by name:tag, as "
+        "Ollama would (default: the chat model and --embedding-model-name only)",
+    )
     return parser
 
 
@@ -43,8 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # No cache, persistent or in memory: Ollama has none, and a cached double would make every repeated
         # question and re-uploaded document free, hiding what embeddings cost under load (make load).
+        if args.models_dir is not None and not args.models_dir.strip():
+            raise RagfrError("--models-dir is empty (an unset OLLAMA_MODELS?)")
         embedder = load_embedder(args.embedder, cache=False, query_cache_size=0)
-        server = make_server(args.host, args.port, embedder, args.embedding_model_name)
+        models_dir = Path(args.models_dir) if args.models_dir else None
+        server = make_server(args.host, args.port, embedder, args.embedding_model_name, models_dir)
     except (RagfrError, OSError) as err:
         print(f"ragfr devserver: error: {err}", file=sys.stderr)
         return 2

@@ -2,6 +2,13 @@
 
 Routes: GET /, /api/version, /api/tags, /api/ps; POST /api/show, /api/embed, /api/embeddings,
 /api/chat (streamed NDJSON or one JSON object, as Ollama does), /api/generate.
+Models are named as Ollama names them: name:tag, the tag always shown (":latest" when none was given), the
+default registry and namespace dropped (Ollama's Name.DisplayShortest). Without a model store the double holds
+two: its chat model and the embedding model it was started with. With one (models_dir: an Ollama model
+directory, manifests/<host>/<namespace>/<model>/<tag> + blobs/sha256-<hex>, e.g. the chart's OLLAMA_MODELS)
+it holds exactly the models whose manifest and config blob are there, read at each request like Ollama's
+/api/tags: the one named as the embedding model embeds, every other one chats (extractively), and any other
+name is "not found".
 Not Ollama's:
   GET /ragfr/requests -> {"chat": N, "generate": N, "embed": N, "embedded_queries": N, "embedded_passages": N},
     the requests (and the texts embedded, by side) since start, so a test can prove that no request reached
@@ -14,12 +21,16 @@ Embeddings run one request at a time (one lock): like Ollama on a CPU, a queue f
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import logging
+import tarfile
 import threading
 import time
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from ragfr.embed.base import Embedder
@@ -46,16 +57,90 @@ def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _bare(name: str) -> str:
-    return name.removesuffix(":latest")
+DEFAULT_HOST, DEFAULT_NAMESPACE = "registry.ollama.ai", "library"
+
+
+def canonical(name: str) -> str:
+    """A model reference as Ollama's /api/tags shows it: "bge-m3" -> "bge-m3:latest", "bge-m3:567m" unchanged,
+    "registry.ollama.ai/library/bge-m3:567m" -> "bge-m3:567m"."""
+    name = name.strip().removeprefix(f"{DEFAULT_HOST}/{DEFAULT_NAMESPACE}/")
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+def store_models(models_dir: Path) -> list[str]:
+    """The names an Ollama model directory holds: one per manifest whose config blob is present (Ollama skips a
+    manifest whose config it cannot open)."""
+    root = models_dir / "manifests"
+    names = []
+    for manifest in sorted(p for p in root.glob("*/*/*/*") if p.is_file()):
+        host, namespace, model, tag = manifest.relative_to(root).parts
+        try:
+            digest = str(json.loads(manifest.read_text(encoding="utf-8"))["config"]["digest"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not (models_dir / "blobs" / digest.replace(":", "-")).is_file():
+            continue
+        if host != DEFAULT_HOST:
+            names.append(f"{host}/{namespace}/{model}:{tag}")
+        elif namespace != DEFAULT_NAMESPACE:
+            names.append(f"{namespace}/{model}:{tag}")
+        else:
+            names.append(f"{model}:{tag}")
+    return names
+
+
+def store_files(names: list[str]) -> dict[str, bytes]:
+    """Files of an Ollama model directory holding `names` (relative paths, blobs first as a copy must write
+    them): per model a manifest and its config blob and one "weights" layer, a few bytes each, laid out as
+    Ollama lays them out. For tests that fill a model store the way an operator copies one."""
+    blobs: dict[str, bytes] = {}
+    manifests: dict[str, bytes] = {}
+    for name in names:
+        full = canonical(name)
+        path, tag = full.rsplit(":", 1)
+        parts = path.split("/")
+        host, namespace, model = [DEFAULT_HOST, DEFAULT_NAMESPACE][: 3 - len(parts)] + parts
+        layers = []
+        for media, body in (("application/vnd.docker.container.image.v1+json",
+                             json.dumps({"model_format": "test-double", "model_family": full}).encode()),
+                            ("application/vnd.ollama.image.model", f"ragfr test double weights of {full}\n".encode())):
+            digest = "sha256:" + hashlib.sha256(body).hexdigest()
+            blobs[f"models/blobs/{digest.replace(':', '-')}"] = body
+            layers.append({"mediaType": media, "digest": digest, "size": len(body)})
+        manifest = {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                    "config": layers[0], "layers": layers[1:]}
+        manifests[f"models/manifests/{host}/{namespace}/{model}/{tag}"] = json.dumps(manifest).encode()
+    return {**blobs, **manifests}
+
+
+def store_tar(names: list[str]) -> bytes:
+    """store_files as a tar archive (directories 0755, files 0644), what `tar -C ~/.ollama -cf - models/blobs/…
+    models/manifests/…` gives for these models."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        made: set[str] = set()
+        for rel, body in store_files(names).items():
+            parents = rel.split("/")[:-1]
+            for i in range(1, len(parents) + 1):
+                d = "/".join(parents[:i])
+                if d not in made:
+                    made.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+            info = tarfile.TarInfo(rel)
+            info.size, info.mode = len(body), 0o644
+            tar.addfile(info, io.BytesIO(body))
+    return out.getvalue()
 
 
 class DoubleState:
     """What the handler threads share: the embedder (thread-safe by a lock) and the model names."""
 
-    def __init__(self, embedder: Embedder, embedding_model: str) -> None:
+    def __init__(self, embedder: Embedder, embedding_model: str, models_dir: Path | None = None) -> None:
         self.embedder = embedder
-        self.embedding_model = embedding_model
+        self.embedding_model = canonical(embedding_model)
+        self.models_dir = models_dir
         self.lock = threading.Lock()
         self._counts = {"chat": 0, "generate": 0, "embed": 0, "embedded_queries": 0, "embedded_passages": 0}
         self._counts_lock = threading.Lock()
@@ -89,18 +174,32 @@ class DoubleState:
                     out[i] = list(v)
         return out
 
+    def held(self) -> list[str]:
+        """The names this double holds, as /api/tags lists them."""
+        if self.models_dir is None:
+            return [canonical(CHAT_MODEL), self.embedding_model]
+        return store_models(self.models_dir)
+
+    def kind(self, requested: str) -> str | None:
+        """ "embedding" or "chat" for a model this double holds, None for any other name."""
+        name = canonical(requested)
+        if name not in self.held():
+            return None
+        return "embedding" if name == self.embedding_model else "chat"
+
     def models(self) -> list[dict[str, Any]]:
-        def entry(name: str, family: str) -> dict[str, Any]:
+        def entry(name: str) -> dict[str, Any]:
+            family = "embedding" if name == self.embedding_model else "extractive"
             return {
-                "name": f"{name}:latest",
-                "model": f"{name}:latest",
+                "name": name,
+                "model": name,
                 "modified_at": _now(),
                 "size": 0,
                 "digest": "0" * 64,
                 "details": {"format": "test-double", "family": family, "parameter_size": "", "quantization_level": ""},
             }
 
-        return [entry(CHAT_MODEL, "extractive"), entry(self.embedding_model, "embedding")]
+        return [entry(name) for name in self.held()]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -191,15 +290,16 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
-    def _require_model(self, data: dict[str, Any], wanted: str) -> bool:
-        name = _bare(str(data.get("model", "")))
-        if name != wanted:
-            self._send(404, {"error": f"model '{name}' not found (ragfr test double serves '{wanted}')"})
+    def _require_model(self, data: dict[str, Any], kind: str) -> bool:
+        name = str(data.get("model", ""))
+        if self.state.kind(name) != kind:
+            self._send(404, {"error": f"model '{name}' not found (ragfr test double holds "
+                                      f"{', '.join(self.state.held()) or 'no model'}; {kind} model wanted)"})
             return False
         return True
 
     def _embed(self, data: dict[str, Any]) -> None:
-        if not self._require_model(data, self.state.embedding_model):
+        if not self._require_model(data, "embedding"):
             return
         raw = data.get("input", [])
         texts = [raw] if isinstance(raw, str) else [str(t) for t in raw]
@@ -219,7 +319,7 @@ class Handler(BaseHTTPRequestHandler):
         )
 
     def _embeddings(self, data: dict[str, Any]) -> None:
-        if not self._require_model(data, self.state.embedding_model):
+        if not self._require_model(data, "embedding"):
             return
         texts = [str(data.get("prompt", ""))]
         if self._query_fault(texts):
@@ -227,11 +327,12 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, {"embedding": self.state.embed(texts)[0]})
 
     def _show(self, data: dict[str, Any]) -> None:
-        name = _bare(str(data.get("model") or data.get("name") or ""))
-        if name not in (CHAT_MODEL, self.state.embedding_model):
+        name = str(data.get("model") or data.get("name") or "")
+        kind = self.state.kind(name)
+        if kind is None:
             self._send(404, {"error": f"model '{name}' not found (ragfr test double)"})
             return
-        capabilities = ["completion"] if name == CHAT_MODEL else ["embedding"]
+        capabilities = ["completion"] if kind == "chat" else ["embedding"]
         self._send(200, {"modelfile": "", "parameters": "", "template": "", "details": {}, "model_info": {},
                          "capabilities": capabilities})
 
@@ -247,19 +348,20 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, b"".join(json.dumps(line).encode() + b"\n" for line in lines), "application/x-ndjson")
 
     def _chat(self, data: dict[str, Any]) -> None:
-        if not self._require_model(data, CHAT_MODEL):
+        if not self._require_model(data, "chat"):
             return
         messages = data.get("messages") or []
         self._reply(data, answer(messages if isinstance(messages, list) else []), "message")
 
     def _generate(self, data: dict[str, Any]) -> None:
-        if not self._require_model(data, CHAT_MODEL):
+        if not self._require_model(data, "chat"):
             return
         self._reply(data, answer([{"role": "user", "content": str(data.get("prompt", ""))}]), "response")
 
 
-def make_server(host: str, port: int, embedder: Embedder, embedding_model: str) -> ThreadingHTTPServer:
-    handler = type("BoundHandler", (Handler,), {"state": DoubleState(embedder, embedding_model)})
+def make_server(host: str, port: int, embedder: Embedder, embedding_model: str,
+                models_dir: Path | None = None) -> ThreadingHTTPServer:
+    handler = type("BoundHandler", (Handler,), {"state": DoubleState(embedder, embedding_model, models_dir)})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     return server

@@ -161,21 +161,68 @@ class Cluster:
         return ip
 
     def run_containers(self, pod: kp.Pod, *, wait_ready: float = 300, run_to_completion: bool = False,
-                       started: float | None = None) -> None:
-        """The pod's containers, in a pod `start` made; until every probe passes (or each exits 0)."""
+                       started: float | None = None, until_ready: bool = True) -> None:
+        """The pod's containers, in a pod `start` made; until every probe passes (or each exits 0).
+
+        until_ready=False: until the startup probes pass only; the pod is not Ready, so no Service reaches it
+        until wait_ready."""
         first = started is None
         started = time.monotonic() if started is None else started
         pod_name, paths, claims = self.prepared[pod.name]
-        ip = self.ips[pod.name]
         for c in pod.containers:
             self._run(pod, c, pod_name, paths, claims, detach=not run_to_completion, what="container")
         if not run_to_completion:
             for c in pod.containers:
-                self._wait_ready(pod, c, pod_name, ip, wait_ready)
-            for service in kp.service_targets(self.objects, pod):
-                self.hosts[service] = ip
+                self._wait_ready(pod, c, pod_name, self.ips[pod.name], wait_ready, readiness=until_ready)
+            if not until_ready:
+                self.stages.append(Stage(f"{pod.workload} (containers {', '.join(c.name for c in pod.containers)}, "
+                                         "started, not ready)", time.monotonic() - started))
+                return
+            self._serve(pod)
         suffix = f" (containers {', '.join(c.name for c in pod.containers)}, ready)" if first else ""
         self.stages.append(Stage(pod.workload + suffix, time.monotonic() - started))
+
+    def _serve(self, pod: kp.Pod) -> None:
+        """A Ready pod joins the Services selecting it."""
+        for service in kp.service_targets(self.objects, pod):
+            self.hosts[service] = self.ips[pod.name]
+
+    def wait_ready(self, pod: kp.Pod, timeout: float) -> None:
+        """Polls the readiness probes of a pod run with until_ready=False until they pass; then it serves."""
+        started = time.monotonic()
+        pod_name = self.prepared[pod.name][0]
+        for c in pod.containers:
+            self._wait_ready(pod, c, pod_name, self.ips[pod.name], timeout, startup=False)
+        self._serve(pod)
+        self.stages.append(Stage(f"{pod.workload} (ready)", time.monotonic() - started))
+
+    def readiness(self, pod: kp.Pod, container: str) -> tuple[bool, str]:
+        """One run of a container's exec readiness probe, as the kubelet runs it: (passed, its output)."""
+        [c] = [c for c in pod.containers if c.name == container]
+        probe = c.readiness_probe or {}
+        if "exec" not in probe:
+            raise SmokeFailure(f"{pod.workload}: container {container} has no exec readiness probe")
+        done = self.podman("exec", f"{self.prepared[pod.name][0]}-{container}", *probe["exec"]["command"],
+                           check=False, timeout=60)
+        return done.returncode == 0, (done.stdout + done.stderr).strip()
+
+    def exec_input(self, pod: kp.Pod, container: str, command: Sequence[str], data: bytes) -> str:
+        """`kubectl exec -i <pod> -c <container> -- <command>` with `data` on its stdin (as the container's user);
+        returns its output, raises when it fails."""
+        name = f"{self.prepared[pod.name][0]}-{container}"
+        done = subprocess.run([*PODMAN, "exec", "-i", name, *command], input=data, capture_output=True,
+                              timeout=300, env=self.env)
+        out = (done.stdout + done.stderr).decode(errors="replace").strip()
+        if done.returncode != 0:
+            raise SmokeFailure(f"{pod.workload}: `{' '.join(command)}` in container {container} failed "
+                               f"(exit {done.returncode}): {out[-600:]}")
+        return out
+
+    def delete(self, pod: kp.Pod) -> None:
+        """Removes a pod run before, as helm's hook-delete-policy before-hook-creation does before a new run."""
+        pod_name = self.prepared.pop(pod.name)[0]
+        self._remove("pod", pod_name, ["pod", "rm", "--force", "--time", "5", pod_name])
+        self.pods.remove(pod_name)
 
     def check_in_pod(self, pod: kp.Pod, container: str, command: Sequence[str], *, what: str) -> None:
         """Runs `command` instead of a container's own process, with everything else of that container (image,
@@ -209,13 +256,12 @@ class Cluster:
                                "last lines:\n"
                                f"{detail}")
 
-    def _wait_ready(self, pod: kp.Pod, c: kp.Container, pod_name: str, ip: str, timeout: float) -> None:
-        probe = c.startup_probe or c.readiness_probe
-        if not probe and c.readiness_probe is None:
-            return
+    def _wait_ready(self, pod: kp.Pod, c: kp.Container, pod_name: str, ip: str, timeout: float, *,
+                    startup: bool = True, readiness: bool = True) -> None:
         name = f"{pod_name}-{c.name}"
         deadline = time.monotonic() + timeout
-        for p in [x for x in (c.startup_probe, c.readiness_probe) if x]:
+        probes = ([c.startup_probe] if startup else []) + ([c.readiness_probe] if readiness else [])
+        for p in [x for x in probes if x]:
             while not self._probe(p, c, name, ip):
                 state = self.podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name).stdout
                 if not state.startswith("running"):

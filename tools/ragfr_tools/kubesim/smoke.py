@@ -3,11 +3,15 @@
 Stages, each timed:
   1. StatefulSet ragdb: its pod, the PVC from volumeClaimTemplates as a podman volume, until its probes pass;
   2. Job migrate: init containers wait-for-postgres and db-roles, then `ragfr migrate --app-role`, to completion;
-  3. Deployment ollama, its image replaced by the project's Ollama-API test double, until its probes pass;
+  3. Deployment ollama, its image replaced by the project's Ollama-API test double, until its probes pass; its
+     model volume is filled as docs/runbooks/ollama-models-offline.md does (a tar of models/blobs + models/manifests
+     streamed into `tar -xf -` in the Ollama container, as its user), first with the embedding model under
+     ANOTHER tag than the release's: the release lacks one model;
   4. Deployment openwebui: ALL its init containers (wait-for-schema, wait-for-grants, db-passfile, copy-stock-openwebui,
      apply-french-patch), the patch check of its readiness probe run alone in the container's place (a clear
-     message before a minute of start-up), then the open-webui container itself until its startup and
-     readiness probes pass;
+     message before a minute of start-up), then the open-webui container itself until its startup probe passes;
+     the models gate: its readiness probe fails naming the missing model, so does the helm test Pod's models
+     check, and the probe still fails after it; the model copied in by its exact tag, the pod turns Ready;
   5. an analyst's first session through the running Open WebUI's HTTP API: sign up, knowledge base "Contrats",
      upload of a French contract, an inflected question (the theft article comes back with its ragfr ranks,
      one model call) and an off-domain one (refused by the evidence gate, no model call);
@@ -39,6 +43,7 @@ import yaml
 from ragfr.owui.chat_gate import REFUSAL
 from ragfr_tools import fixtures
 from ragfr_tools import owui_client as client
+from ragfr_tools.devserver.server import store_tar
 from ragfr_tools.kubesim import pods as kp
 from ragfr_tools.kubesim import standins
 from ragfr_tools.kubesim.runner import Cluster, SmokeFailure, Stage
@@ -47,7 +52,11 @@ from ragfr_tools.repo import REPO
 CHART = REPO / "charts" / "ragfr"
 RELEASE = NAMESPACE = "ragfr"
 DOUBLE_EMBEDDING_MODEL = "multilingual-e5-small-test-double:smoke"
-CHAT_MODEL = "ragfr-extractive-test-double:latest"  # the double's chat "model", as Open WebUI lists it
+# The chart's chat model in the smoke: the double chats (extractively) as any model in its store but the embedding one.
+CHAT_MODEL = "ragfr-extractive-test-double:smoke"
+# What the model store holds at first: the embedding model under another tag than the release's (a copy made with
+# a bare `ollama pull` stores ":latest"), which must not satisfy the exact-tag check.
+WRONG_TAG = "latest"
 
 # Rendered image -> what runs instead (ragfr_tools.kubesim.standins builds both).
 STAND_INS = {
@@ -63,6 +72,8 @@ SMOKE_VALUES: dict[str, Any] = {
     # The test double embeds with multilingual-e5-small (384 dims); bge-m3 cannot run here. The tag pins the
     # name as the chart requires; the double is started answering to exactly this name.
     "embedding": {"model": DOUBLE_EMBEDDING_MODEL, "dims": 384},
+    # The double's chat model, pinned by tag as the chart requires; the smoke copies it into the model store.
+    "ollama": {"models": {"chat": CHAT_MODEL}},
     "openwebui": {"env": {
         # e5 is asymmetric: Open WebUI sends these prefixes and the double reads them (bge-m3 needs none).
         "RAG_EMBEDDING_QUERY_PREFIX": "query: ",
@@ -123,8 +134,11 @@ def _component(docs: Sequence[kp.Manifest], kind: str, component: str) -> tuple[
 
 def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | None = None,
         workdir: Path | None = None, mutate: Mutation | None = None, modify_stock_file: str = "",
-        log: Callable[[str], None] = print) -> list[Stage]:
-    """Runs the stages; returns their wall times. Raises SmokeFailure naming the cause."""
+        log: Callable[[str], None] = print, models_gate_first: bool = True) -> list[Stage]:
+    """Runs the stages; returns their wall times. Raises SmokeFailure naming the cause.
+
+    models_gate_first=False: the model volume gets every model at once and the models gate is not shown
+    (tests proving something else save its helm test run)."""
     values: dict[str, Any] = json.loads(json.dumps(SMOKE_VALUES))
     _merge(values, overrides or {})
     docs = render(example, values)
@@ -144,26 +158,88 @@ def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | No
         log("cluster-smoke: migrations Job")
         cluster.start(cluster.workload(*_component(docs, "Job", "migrate")), run_to_completion=True)
         log("cluster-smoke: Ollama (the Ollama-API test double)")
-        double = f"http://{cluster.start(cluster.workload(*_component(docs, 'Deployment', 'ollama')))}:11434"
+        ollama = cluster.workload(*_component(docs, "Deployment", "ollama"))
+        double = f"http://{cluster.start(ollama)}:11434"
+        test = cluster.workload(*_component(docs, "Pod", "test"))
+        wanted = release_models(test)
+        lacking = wanted[0]
+        first = [f"{lacking.rsplit(':', 1)[0]}:{WRONG_TAG}", *wanted[1:]] if models_gate_first else wanted
+        log(f"cluster-smoke: the release names {', '.join(wanted)}; the model volume gets {', '.join(first)}")
+        fill_models(cluster, ollama, first)
         owui = cluster.workload(*_component(docs, "Deployment", "openwebui"))
         log("cluster-smoke: Open WebUI init containers " + ", ".join(c.name for c in owui.init_containers))
         ip = cluster.start(owui, init_only=True)
         log("cluster-smoke: Open WebUI container: the patch check of its readiness probe")
         cluster.check_in_pod(owui, "open-webui", _patch_check(owui), what="readiness patch check")
         log(cluster.last_logs)
-        log("cluster-smoke: Open WebUI container (bash start.sh), until its startup and readiness probes pass")
-        cluster.run_containers(owui, wait_ready=600)
+        if models_gate_first:
+            log("cluster-smoke: Open WebUI container (bash start.sh), until its startup probe passes")
+            cluster.run_containers(owui, wait_ready=600, until_ready=False)
+            log(f"cluster-smoke: models gate: {lacking} missing")
+            log(models_gate(cluster, owui, test, ollama, lacking))
+        else:
+            log("cluster-smoke: Open WebUI container (bash start.sh), until its startup and readiness probes pass")
+            cluster.run_containers(owui, wait_ready=600)
         log("cluster-smoke: through Open WebUI's HTTP API: sign up, knowledge base, two French questions")
         t0 = time.monotonic()
         log(analyst(f"http://{ip}:8080", double, lambda: cluster.full_logs(owui, "open-webui"), gate_scale(owui)))
         cluster.stages.append(Stage("Open WebUI API: sign-up, knowledge base, upload, 2 questions",
                                     time.monotonic() - t0))
         log("cluster-smoke: helm test pod")
-        cluster.start(cluster.workload(*_component(docs, "Pod", "test")), run_to_completion=True)
+        if test.name in cluster.prepared:
+            cluster.delete(test)  # the chart's hook-delete-policy: before-hook-creation
+        cluster.start(test, run_to_completion=True)
         log(cluster.last_logs)
     finally:
         cluster.teardown()
     return stages + cluster.stages
+
+
+def release_models(test: kp.Pod) -> list[str]:
+    """The models the release names, as its helm test Pod checks them: Open WebUI's embedding model first."""
+    env = dict(next(c for c in test.containers if c.name == "test").env)
+    return list(dict.fromkeys([env["EMBEDDING_MODEL"], *env.get("OLLAMA_MODELS", "").split()]))
+
+
+def fill_models(cluster: Cluster, ollama: kp.Pod, names: list[str]) -> str:
+    """The offline runbook's copy (docs/runbooks/ollama-models-offline.md): a tar of models/blobs and
+    models/manifests streamed into `tar -C <the volume's mount> -xf -` in the running Ollama container, as its
+    user. The double reads its store at each request, as Ollama's /api/tags does."""
+    [c] = ollama.containers
+    [home] = [m.path for m in c.mounts if ollama.volumes[m.volume].kind == "persistentVolumeClaim"]
+    if dict(c.env).get("OLLAMA_MODELS") != f"{home}/models":
+        raise SmokeFailure(f"{ollama.workload}: OLLAMA_MODELS is not models/ in the model volume ({home}): the "
+                           "offline runbook's layout no longer holds")
+    return cluster.exec_input(ollama, c.name, ["tar", "-C", home, "-xf", "-"], store_tar(names))
+
+
+def models_gate(cluster: Cluster, owui: kp.Pod, test: kp.Pod, ollama: kp.Pod, lacking: str) -> str:
+    """With `lacking` missing from Ollama: Open WebUI's readiness probe fails naming it, so does the helm test
+    Pod's models check, and the probe still fails after; once the model is copied in, Open WebUI turns Ready.
+    Returns what to print; raises SmokeFailure naming what differed."""
+    started = time.monotonic()
+    ready, said = cluster.readiness(owui, "open-webui")
+    if ready or lacking not in said:
+        raise SmokeFailure(f"Open WebUI's readiness probe {'passed' if ready else 'failed'} while Ollama lacks "
+                           f"{lacking}: {said[-600:]}")
+    try:
+        cluster.start(test, run_to_completion=True)
+    except SmokeFailure as exc:
+        failed = str(exc)
+    else:
+        raise SmokeFailure(f"helm test passed while Ollama lacks {lacking}:\n{cluster.last_logs}")
+    models_line = next((line.strip() for line in failed.splitlines() if "FAIL models:" in line), "")
+    if lacking not in models_line:
+        raise SmokeFailure(f"helm test failed without naming {lacking} in its models check:\n{failed}")
+    still, _ = cluster.readiness(owui, "open-webui")
+    if still:
+        raise SmokeFailure(f"Open WebUI's readiness probe passed after helm test while Ollama still lacks {lacking}")
+    fill_models(cluster, ollama, [lacking])
+    cluster.wait_ready(owui, 120)
+    cluster.stages.append(Stage(f"models gate ({lacking} missing, then copied in)", time.monotonic() - started))
+    return (f"    PASS not Ready without {lacking}: {said}\n"
+            f"    PASS helm test without it: {models_line}\n"
+            f"    PASS Ready once {lacking} is in the model volume")
 
 
 def built_images(listed: Path | None = None) -> dict[str, str]:

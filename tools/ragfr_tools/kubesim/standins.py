@@ -138,7 +138,8 @@ def openwebui_image(*, modify: str = "") -> str:
 
 
 def ollama_double_image(embedding_model: str) -> str:
-    """The Ollama-API test double, answering to `embedding_model` for embeddings; returns its reference."""
+    """The Ollama-API test double, answering to `embedding_model` for embeddings and holding the models of the
+    store at $OLLAMA_MODELS; returns its reference."""
     def digest(*roots: Path) -> str:
         h = hashlib.sha256(embedding_model.encode())
         for root in roots:
@@ -179,6 +180,8 @@ def ollama_double_image(embedding_model: str) -> str:
             "'ragfr[local]' ragfr-tools && rm -rf /tmp/wheels\n"
             'LABEL org.opencontainers.image.description="ragfr Ollama-API TEST DOUBLE for the cluster smoke; '
             'not Ollama, not a language model"\n'
-            'ENTRYPOINT ["python", "-m", "ragfr_tools.devserver", "--host", "0.0.0.0", "--port", "11434", '
-            f'"--embedding-model-name", "{embedding_model}"]\n')
+            # The model store is the rendered OLLAMA_MODELS (in the chart's model volume), read as Ollama reads
+            # it: the double holds exactly the models copied there.
+            'ENTRYPOINT ["sh", "-c", "exec python -m ragfr_tools.devserver --host 0.0.0.0 --port 11434 '
+            f'--embedding-model-name {embedding_model} --models-dir \\"$OLLAMA_MODELS\\""]\n')
         return _build(tag, ctx, "the Ollama test double image")

@@ -4,8 +4,15 @@
 #                                    tag them <name>:<appVersion of charts/ragfr/Chart.yaml>, print reference + ID;
 #                                    also ragfr/reranker (the French cross-encoder, openwebui.reranker.source=image)
 #                                    when `make reranker` has trained it here, else says it is skipped
-#   scripts/images.sh save DIR       one OCI archive per image in DIR + DIR/SHA256SUMS (air-gapped sites,
-#                                    `k3s ctr images import`)
+#   scripts/images.sh save DIR [VALUES.yaml ...]
+#                                    one OCI archive per image in DIR + DIR/SHA256SUMS (air-gapped sites,
+#                                    `k3s ctr images import`), named localhost/ragfr/<name>:<appVersion> as the chart
+#                                    renders them with global.imageSource=imported; then every upstream image the
+#                                    chart renders with those values (Open WebUI, Ollama, ...), pulled here into a
+#                                    scratch store, so the site has every image the release names. A pull that fails
+#                                    stops the save with one line; IMAGES_UPSTREAM=0 saves the ragfr images only
+#   scripts/images.sh current        exit 0 when the images .build/images.built lists exist and were built from
+#                                    this checkout's inputs (`make run` then skips the rebuild)
 #   scripts/images.sh push REGISTRY  push to REGISTRY/<name>:<appVersion>, the references the chart renders with
 #                                    global.imageRegistry=REGISTRY; prints each manifest digest, and on stderr
 #                                    the chart value pinning each image by it (<key>=<appVersion>@sha256:...)
@@ -18,7 +25,8 @@
 # or saves, so a local image's own digest is not the one the nodes will see.
 # Env: IMAGES_BASE (default: the project's debootstrap Debian 12 minbase, no registry needed; set it to
 # "official" to build on the Containerfiles' public bases), IMAGES_TLS_VERIFY (push; default true),
-# IMAGES_SKIP_SMOKE=1 (build without the smoke tests; never in CI).
+# IMAGES_SKIP_SMOKE=1 (build without the smoke tests; never in CI), IMAGES_UPSTREAM (save; default 1),
+# PY (python with ragfr_tools and helm-python-sdk, for save's upstream list; default .venv/bin/python).
 set -euo pipefail
 ROOT="${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
 PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
@@ -136,21 +144,63 @@ list_ids() {
   done
 }
 
+# The upstream images of the release, pulled into a scratch podman store (never the local one: it may hold the
+# cluster smoke's stand-ins under the same names, and it is maybe shared) and written as archives named as
+# containerd resolves the rendered reference. Prints the archive file names.
+save_upstream() {
+  local dir="$1" scratch rendered name file pulled=()
+  shift
+  local py="${PY:-$ROOT/.venv/bin/python}" list
+  list="$("$py" -m ragfr_tools.imagesource --upstream "$@")" || { echo "images: cannot list the chart's upstream images" >&2; exit 2; }
+  [[ -n "$list" ]] || return 0
+  scratch="$(mktemp -d /tmp/ragfr-up-XXXXXX)"
+  local store=("${PODMAN[@]}" --root "$scratch/root" --runroot "$scratch/run")
+  while read -r rendered name; do
+    [[ "$name" == *@sha256:* ]] && {
+      echo "images: $rendered is pinned by digest: saving pinned upstream images is not supported; save it under its tag" >&2
+      rm -rf "$scratch"; exit 2; }
+    if ! "${store[@]}" pull --quiet --tls-verify="${IMAGES_TLS_VERIFY:-true}" "docker://$name" >/dev/null 2>"$scratch/err"; then
+      echo "images: cannot pull $name from this machine ($(tail -1 "$scratch/err")): an air-gapped site needs it; run the save where it can be pulled, or IMAGES_UPSTREAM=0 for the ragfr images only" >&2
+      "${store[@]}" rmi --all --force >/dev/null 2>&1 || true
+      rm -rf "$scratch" 2>/dev/null || true
+      exit 4
+    fi
+    file="upstream-$(basename "${name%%:*}")-${name##*:}.oci.tar"
+    rm -f "$dir/$file"
+    "${store[@]}" push --quiet "$name" "oci-archive:$dir/$file:$name" >&2
+    echo "images: wrote $dir/$file ($rendered)" >&2
+    pulled+=("$file")
+  done <<<"$list"
+  "${store[@]}" rmi --all --force >/dev/null 2>&1 || true
+  rm -rf "$scratch" 2>/dev/null || true
+  if ((${#pulled[@]})); then printf '%s\n' "${pulled[@]}" >"$dir/.upstream"; fi
+}
+
 save() {
-  local dir="${1:?usage: images.sh save DIR}" name file digest names
+  local dir="${1:?usage: images.sh save DIR [VALUES.yaml ...]}" name file digest names files=()
+  shift
   require_built
   mapfile -t names < <(present)
   mkdir -p "$dir"
+  rm -f "$dir/.upstream"
+  # Upstream first: a site that cannot get them should learn it before the long part.
+  if [[ "${IMAGES_UPSTREAM:-1}" != 0 ]]; then
+    save_upstream "$dir" "$@"
+    [[ -f "$dir/.upstream" ]] && mapfile -t files <"$dir/.upstream"
+    rm -f "$dir/.upstream"
+  else
+    echo "images: IMAGES_UPSTREAM=0: the upstream images (Open WebUI, Ollama, ...) are not saved; the nodes must get them" >&2
+  fi
   for name in "${names[@]}"; do
     file="$name-$VERSION.oci.tar"
     rm -f "$dir/$file"
-    # The archive names the image as containerd resolves the chart's default reference ragfr/<name>:<version>
-    # (docker.io/ragfr/<name>:<version>), so `k3s ctr images import` makes it usable as rendered. Pushed to the
-    # archive under that name, not tagged locally first: the local store (maybe shared) is never changed.
-    "${PODMAN[@]}" push --quiet "$(ref "$name")" "oci-archive:$dir/$file:docker.io/ragfr/$name:$VERSION" >&2
+    # The archive names the image localhost/ragfr/<name>:<version>, the reference the chart renders with
+    # global.imageSource=imported, so `k3s ctr images import` makes it usable as rendered. Pushed to the archive
+    # under that name, not tagged locally: the local store (maybe shared) is never changed.
+    "${PODMAN[@]}" push --quiet "$(ref "$name")" "oci-archive:$dir/$file:$(ref "$name")" >&2
     echo "images: wrote $dir/$file" >&2
   done
-  (cd "$dir" && sha256sum "${names[@]/%/-$VERSION.oci.tar}" >SHA256SUMS)
+  (cd "$dir" && sha256sum "${names[@]/%/-$VERSION.oci.tar}" "${files[@]}" >SHA256SUMS)
   # The manifest digest in each archive (index.json): what containerd records on import, so what pins it.
   echo "images: to pin by digest (helm --set; docs/install.md, \"Pinning images by digest\"):" >&2
   for name in "${names[@]}"; do
@@ -179,13 +229,26 @@ push() {
   printf '  %s\n' "${pins[@]}" >&2
 }
 
+# The images of .build/images.built still exist under their references and were built from this checkout.
+current() {
+  local listed="$ROOT/.build/images.built" recorded ref id
+  [[ -f "$listed" ]] || return 1
+  recorded="$(sed -n 's/^# inputs //p' "$listed")"
+  [[ -n "$recorded" && "$recorded" == "$(inputs)" && "$recorded" != unknown ]] || return 1
+  while read -r ref id; do
+    [[ "$ref" == "#" ]] && continue
+    [[ "$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$ref" 2>/dev/null)" == "$id" ]] || return 1
+  done <"$listed"
+}
+
 case "${1:-}" in
   build) build ;;
-  save) save "${2:-}" ;;
+  save) shift; save "$@" ;;
+  current) current ;;
   push) push "${2:-}" ;;
   list) for n in $(present); do ref "$n"; done ;;
   ids) list_ids ;;
   inputs) inputs ;;
   pin) pin_value "${2:-}" "${3:-}" ;;
-  *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
 esac

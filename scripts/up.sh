@@ -5,6 +5,7 @@
 #   3. embeddings: a real Ollama at $OLLAMA_HOST when one answers (bge-m3, 1024 dims, database `ragfr`),
 #      else the Ollama-API TEST DOUBLE with the offline e5 model (384 dims, database `ragfr_e5`);
 #   4. Open WebUI on http://127.0.0.1:${OWUI_PORT:-8080} with charts/ragfr/files/openwebui-env.yaml.
+#      Its interface is in French (DEFAULT_LOCALE=fr-FR there); `DEFAULT_LOCALE=en-US make up` for another.
 # No cross-encoder, as the chart's default. UP_RERANKER=<model folder> (e.g. .state/reranker/model-<hash>, what
 # `make reranker` trained) runs that French cross-encoder as the chart's openwebui.reranker.source=image does:
 # its Hugging Face cache in .state/owui/hf-cache, RAG_RERANKING_MODEL=ragfr/reranker-fr, proven to load offline
@@ -93,6 +94,9 @@ mapfile -t SETTINGS < <("$VENV/bin/python" -c '
 import sys, yaml
 for k, v in yaml.safe_load(open(sys.argv[1], encoding="utf-8")).items():
     print(f"{k}={v}")' "$ENV_FILE")
+# The interface language is the file's (fr-FR) unless the caller names another: `DEFAULT_LOCALE=en-US make up`
+# (env keeps the last assignment of a name).
+[[ -n "${DEFAULT_LOCALE:-}" ]] && SETTINGS+=("DEFAULT_LOCALE=$DEFAULT_LOCALE")
 (
   cd "$STATE"
   exec env "${SETTINGS[@]}" "${PREFIXES[@]}" \

@@ -103,7 +103,8 @@ def test_open_webui_service_annotations_and_node_port() -> None:
     assert svc["metadata"]["annotations"] == {"external-dns.alpha.kubernetes.io/hostname": "chat.lan.example"}
     assert svc["spec"]["type"] == "NodePort"
     assert svc["spec"]["ports"] == [{"name": "http", "port": 8080, "targetPort": "http", "nodePort": 30080}]
-    lb = one(render({"openwebui": {"service": {"type": "LoadBalancer", "nodePort": 31000}}}), "Service", "-openwebui")
+    lb = one(render({"openwebui": {"service": {"type": "LoadBalancer", "nodePort": 31000},
+                                   "admin": {"existingSecret": "ragfr-admin"}}}), "Service", "-openwebui")
     assert lb["spec"]["ports"][0]["nodePort"] == 31000
     default = one(render(), "Service", "-openwebui")
     assert "annotations" not in default["metadata"] and "nodePort" not in default["spec"]["ports"][0]

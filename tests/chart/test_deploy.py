@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
+import yaml
 from tests.support.paths import REPO
 
 KUBECONFIG_NOWHERE = """\
@@ -72,3 +74,52 @@ def test_an_operators_helm_binary_is_used_instead_of_the_sdk(tmp_path: Path) -> 
     assert record.read_text().splitlines() == [
         "upgrade", "--install", "ragfr", str(REPO / "charts" / "ragfr"), "--namespace", "ragfr", "--create-namespace",
         "--wait", "--timeout", "1200s", "--kube-context", "lab", "-f", "charts/ragfr/examples/gpu.yaml"]
+
+
+def make_run(tmp_path: Path, values: dict[str, object] | None, **env: str) -> subprocess.CompletedProcess[str]:
+    """`make run VALUES=my-values.yaml` as an operator types it, against a cluster that does not answer."""
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG_NOWHERE)
+    args = ["make", "--no-print-directory", "-C", str(REPO), "run"]
+    if values is not None:
+        my_values = tmp_path / "my-values.yaml"
+        my_values.write_text(yaml.safe_dump(values))
+        args.append(f"VALUES={my_values}")
+    base = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "VALUES")}
+    base.update(HOME=str(tmp_path), PATH="/usr/bin:/bin", KUBECONFIG=str(kubeconfig))
+    return subprocess.run(args, env={**base, **env}, capture_output=True, text=True, timeout=300)
+
+
+def run_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in done.stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
+
+
+def test_make_run_without_an_image_source_stops_before_anything(tmp_path: Path) -> None:
+    # Issue 36: the chart's defaults name no image the nodes can get; `make run` says the two ways and builds,
+    # pushes and applies nothing (the cluster is never contacted: its refusal would be a `deploy:` line).
+    for values in (None, {"openwebui": {"admin": {"existingSecret": "ragfr-admin"}}}):
+        done = make_run(tmp_path, values)
+        assert done.returncode != 0
+        (line,) = run_lines(done)
+        assert line.startswith("run: no image source in the values:"), line
+        assert "global.imageRegistry: <host:port>" in line and "global.imageSource: imported" in line, line
+        assert "nothing was built or applied" in line
+        assert "make images" not in done.stdout and "deploy:" not in done.stdout + done.stderr
+
+
+def test_make_run_registry_source_needs_the_registry(tmp_path: Path) -> None:
+    done = make_run(tmp_path, {"global": {"imageSource": "registry"}})
+    assert done.returncode != 0
+    (line,) = run_lines(done)
+    assert line == ("run: global.imageSource=registry needs global.imageRegistry: <host:port> of the registry to push "
+                    "to; nothing was built or applied")
+
+
+def test_make_run_imported_off_k3s_trusts_the_operator_then_deploys(tmp_path: Path) -> None:
+    # No k3s on PATH: the operator imported the images on the nodes; run goes on to deploy, which here meets a
+    # cluster that does not answer (the refusal after the image decision, not before it).
+    done = make_run(tmp_path, {"global": {"imageSource": "imported"}})
+    assert done.returncode != 0
+    assert "run: images: global.imageSource=imported: trusting that every node's containerd holds them" in done.stdout
+    (line,) = run_lines(done)
+    assert line.startswith("deploy: the cluster of the current kube context does not answer:"), line

@@ -7,7 +7,16 @@ import os
 import helm_python as helm
 import kubernetes_validate
 import pytest
-from tests.support.chart import CHART, EXAMPLES, GOLDEN, KUBE_VERSIONS, example_values, normalized, render
+from tests.support.chart import (
+    CHART,
+    EXAMPLES,
+    GOLDEN,
+    KUBE_VERSIONS,
+    example_values,
+    normalized,
+    render,
+    with_image_source,
+)
 
 # Custom resources have no bundled schema: only these may be skipped by kubernetes-validate, and they
 # get the structural checks of test_invariants instead.
@@ -24,7 +33,7 @@ def test_every_documented_scenario_has_an_example() -> None:
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_lint_strict(example: str) -> None:
     for version in (KUBE_VERSIONS[0], KUBE_VERSIONS[-1]):
-        report = helm.lint(CHART, example_values(example), strict=True, kube_version=f"v{version}")
+        report = helm.lint(CHART, with_image_source(example_values(example)), strict=True, kube_version=f"v{version}")
         problems = [m for m in report["messages"] if m["severity"] >= 2]
         assert not report["errors"] and not problems, (report["errors"], problems)
 

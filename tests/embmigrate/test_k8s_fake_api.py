@@ -30,8 +30,8 @@ def chart_objects() -> list[dict[str, Any]]:
     import helm_python as helm
     from tests.support.paths import REPO
 
-    rendered = helm.Chart.load(REPO / "charts" / "ragfr").render({}, name=RELEASE, namespace=NS, revision=1,
-                                                                   is_install=True)
+    rendered = helm.Chart.load(REPO / "charts" / "ragfr").render(
+        {"global": {"imageSource": "imported"}}, name=RELEASE, namespace=NS, revision=1, is_install=True)
     docs = [d for path, text in rendered.items() if not path.endswith("NOTES.txt")
             for d in yaml.safe_load_all(text) if d]
     wanted = {("Deployment", f"{RELEASE}-openwebui"), ("ConfigMap", f"{RELEASE}-openwebui-env")}

@@ -89,13 +89,14 @@ def chart_references(values: dict[str, object] | None = None) -> set[str]:
     return refs
 
 
-def test_chart_default_references_are_the_built_tags(built: dict[str, str]) -> None:
+def test_chart_imported_references_are_the_built_tags(built: dict[str, str]) -> None:
     listed = images_sh("list").split()
     assert listed == [f"localhost/ragfr/{n}:{APP_VERSION}" for n in built]
-    # podman stores ragfr/<name> under localhost/; the chart's references are the same names unqualified.
-    assert chart_references() == {r.removeprefix("localhost/") for r in listed[:len(NAMES)]}
+    # With global.imageSource=imported the chart names the images as podman stores them (localhost/ragfr/...).
+    imported = {"global": {"imageSource": "imported"}}
+    assert chart_references(imported) == set(listed[:len(NAMES)])
     if "reranker" in built:
-        assert chart_references(RERANKER_VALUES) == {r.removeprefix("localhost/") for r in listed}
+        assert chart_references({**RERANKER_VALUES, **imported}) == set(listed)
 
 
 def test_ids_are_the_local_images(built: dict[str, str]) -> None:
@@ -162,9 +163,10 @@ def test_push_to_a_real_registry_then_pull_back(built: dict[str, str], registry:
 
 @pytest.fixture(scope="module")
 def saved(built: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder `make images-save DIR=...` wrote."""
+    """The folder `make images-save DIR=...` wrote, the ragfr images only (this machine reaches neither Docker Hub
+    nor ghcr.io: the upstream part is tested against a loopback registry below)."""
     out_dir = tmp_path_factory.mktemp("saved") / "out"
-    images_sh("save", str(out_dir))
+    images_sh("save", str(out_dir), env={"IMAGES_UPSTREAM": "0"})
     return out_dir
 
 
@@ -180,14 +182,15 @@ def test_save_writes_oci_archives_that_load_back(built: dict[str, str], saved: P
             member = tar.extractfile("index.json")
             assert member is not None
             index = json.load(member)
-        # containerd (k3s ctr images import) names the image from this annotation: the chart's reference.
+        # containerd (k3s ctr images import) names the image from this annotation: the chart's reference with
+        # global.imageSource=imported.
         assert index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"] == \
-            f"docker.io/ragfr/{name}:{APP_VERSION}"
+            f"localhost/ragfr/{name}:{APP_VERSION}"
         check([*scratch_store, "load", "--quiet", "-i", str(archive)])
         loaded = check([*scratch_store, "image", "inspect", "--format", "{{.Id}}",
-                        f"docker.io/ragfr/{name}:{APP_VERSION}"]).strip()
+                        f"localhost/ragfr/{name}:{APP_VERSION}"]).strip()
         assert loaded == built[name]
-    # Saving must not leave the temporary docker.io names in the local store.
+    # Nothing is ever named under the docker.io/ragfr namespace this project does not own.
     listed = subprocess.run([*PODMAN, "images", "--format", "{{.Repository}}"], capture_output=True, text=True).stdout
     assert "docker.io/ragfr/" not in listed
 
@@ -233,11 +236,98 @@ def test_saved_archives_import_into_containerd_as_the_chart_names_them(saved: Pa
                              timeout=600)
         assert out.returncode == 0, out.stderr[-1500:]
         listed = subprocess.run([*containerd, "images", "ls"], capture_output=True, text=True, check=True).stdout
-        row = [line.split() for line in listed.splitlines() if line.startswith(f"docker.io/ragfr/{name}:")]
-        assert row and row[0][0] == f"docker.io/ragfr/{name}:{APP_VERSION}" and row[0][2] == digest, listed
+        row = [line.split() for line in listed.splitlines() if line.startswith(f"localhost/ragfr/{name}:")]
+        assert row and row[0][0] == f"localhost/ragfr/{name}:{APP_VERSION}" and row[0][2] == digest, listed
     # Unpacked and runnable by containerd's runtime, as the chart's default user (the image's, non-root).
-    ran = subprocess.run([*containerd, "run", "--rm", f"docker.io/ragfr/ragfr:{APP_VERSION}", "ragfr-ctd-check",
+    ran = subprocess.run([*containerd, "run", "--rm", f"localhost/ragfr/ragfr:{APP_VERSION}", "ragfr-ctd-check",
                           "sh", "-c", "ragfr --version && id -u"], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr[-1500:]
     version, uid = ran.stdout.split()[-2:]
     assert version == APP_VERSION and uid != "0", ran.stdout
+
+
+
+def save_with(values: dict[str, object], out_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`make images-save DIR=out VALUES=my-values.yaml` with the operator's values file."""
+    import os
+
+    my_values = tmp_path / "my-values.yaml"
+    my_values.write_text(yaml.safe_dump(values))
+    return subprocess.run(["bash", str(REPO / "scripts" / "images.sh"), "save", str(out_dir), str(my_values)],
+                          capture_output=True, text=True, timeout=1200, env={**os.environ, "IMAGES_TLS_VERIFY": "false"})
+
+
+def test_save_carries_the_upstream_images_the_release_names(built: dict[str, str], registry: str, tmp_path: Path,
+                                                             scratch_store: list[str]) -> None:
+    # Docker Hub and ghcr.io are out of reach here. The operator's values mirror the upstream images on a loopback
+    # registry (global.imageRegistry, ragfr images imported), which holds a small image under each upstream name.
+    upstream = {f"{registry}/open-webui/open-webui:v0.12.4", f"{registry}/ollama/ollama:0.12.10",
+                f"{registry}/redis:7.4.2-alpine"}
+    for name in upstream:
+        check([*PODMAN, "push", "--quiet", "--tls-verify=false", f"localhost/ragfr/ragfr:{APP_VERSION}",
+               f"docker://{name}"])
+    out_dir = tmp_path / "out"
+    done = save_with({"global": {"imageSource": "imported", "imageRegistry": registry}, "redis": {"enabled": True}},
+                     out_dir, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=out_dir, check=True)
+    files = {p.name for p in out_dir.glob("upstream-*.oci.tar")}
+    assert files == {"upstream-open-webui-v0.12.4.oci.tar", "upstream-ollama-0.12.10.oci.tar",
+                     "upstream-redis-7.4.2-alpine.oci.tar"}
+    assert files <= set((out_dir / "SHA256SUMS").read_text().split())
+    named = set()
+    for file in files:
+        with tarfile.open(out_dir / file) as tar:
+            member = tar.extractfile("index.json")
+            assert member is not None
+            named.add(json.load(member)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"])
+        check([*scratch_store, "load", "--quiet", "-i", str(out_dir / file)])
+    # Named as the chart renders them with these values, and the very image the registry served.
+    assert named == upstream
+    for name in upstream:
+        loaded = check([*scratch_store, "image", "inspect", "--format", "{{.Id}}", name]).strip()
+        assert loaded == built["ragfr"]
+    # The local store is not where they came from, and is left as it was.
+    listed = subprocess.run([*PODMAN, "images", "--format", "{{.Repository}}"], capture_output=True, text=True).stdout
+    assert registry not in listed
+
+
+def test_save_stops_on_an_upstream_image_it_cannot_pull(built: dict[str, str], tmp_path: Path) -> None:
+    # The real upstream names: this machine reaches neither Docker Hub nor ghcr.io. One line naming the image and
+    # the way out, before any archive is written.
+    out_dir = tmp_path / "out"
+    done = save_with({"global": {"imageSource": "imported"}}, out_dir, tmp_path)
+    assert done.returncode == 4, done.stderr[-2000:]
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("images:")]
+    assert re.match(r"images: cannot pull (docker\.io/ollama/ollama:0\.12\.10|ghcr\.io/open-webui/open-webui:v0\.12\.4) "
+                    r"from this machine \(.+\): an air-gapped site needs it; run the save where it can be pulled, or "
+                    r"IMAGES_UPSTREAM=0 for the ragfr images only$", line), line
+    assert not list(out_dir.glob("*.oci.tar"))
+
+
+def test_make_run_with_a_registry_pushes_there_before_it_deploys(built: dict[str, str], registry: str,
+                                                                  tmp_path: Path) -> None:
+    # `make run VALUES=my-values.yaml` with global.imageRegistry, against a cluster that does not answer: the images
+    # reach the registry first, then the deploy runs (and meets the dead cluster). RUN_BUILD=0 keeps the images
+    # `make images` built (a rebuild takes many minutes); what is tested is the push and its order.
+    import os
+
+    from tests.chart.test_deploy import KUBECONFIG_NOWHERE
+
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG_NOWHERE)
+    my_values = tmp_path / "my-values.yaml"
+    my_values.write_text(yaml.safe_dump({"global": {"imageRegistry": registry}}))
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "VALUES")}
+    env.update(HOME=str(tmp_path), PATH="/usr/bin:/bin", KUBECONFIG=str(kubeconfig), RUN_BUILD="0",
+               IMAGES_TLS_VERIFY="false")
+    done = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "run", f"VALUES={my_values}"],
+                          capture_output=True, text=True, timeout=1200, env=env)
+    assert done.returncode != 0
+    assert f"run: images: build here, push to {registry} (global.imageRegistry), then deploy" in done.stdout
+    pushed = dict(line.split() for line in done.stdout.splitlines() if line.startswith(f"{registry}/"))
+    assert set(pushed) == {f"{registry}/ragfr/{n}:{APP_VERSION}" for n in built}
+    for name in built:
+        assert registry_digest(registry, f"ragfr/{name}", APP_VERSION) == pushed[f"{registry}/ragfr/{name}:{APP_VERSION}"]
+    assert done.stdout.index(f"{registry}/ragfr/") < done.stdout.index("bash scripts/deploy.sh")
+    assert "deploy: the cluster of the current kube context does not answer:" in done.stderr

@@ -46,7 +46,8 @@ def test_the_chart_copies_and_loads_the_image_s_cache_offline(image: tuple[str, 
     pod = one(render(values), "Deployment", "-openwebui")["spec"]["template"]["spec"]
     init = {c["name"]: c for c in pod["initContainers"]}
     assert init["copy-reranker-cache"]["command"] == ["cp", "-R", "/hf-cache/.", "/opt/hf-cache/"]
-    assert init["copy-reranker-cache"]["image"] == f"ragfr/reranker:{APP_VERSION}"
+    # The images imported into the nodes (global.imageSource=imported, tests/support/chart.py): podman's name.
+    assert init["copy-reranker-cache"]["image"] == f"localhost/ragfr/reranker:{APP_VERSION}"
     env = {e["name"]: e.get("value") for e in init["cache-reranker"]["env"]}
     assert env["RAG_RERANKING_MODEL"] == MODEL_REPO and env["RERANKER_SOURCE"] == "image"
     out = check(["bash", str(REPO / "images" / "reranker" / "smoke.sh"), "--plumbing-only", tag])

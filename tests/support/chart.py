@@ -30,8 +30,23 @@ def example_values(name: str) -> dict[str, Any]:
     return yaml.safe_load((CHART / "examples" / f"{name}.yaml").read_text()) or {}
 
 
+# An operator's my-values.yaml always says where the nodes get the ragfr images (the chart refuses a render that
+# does not: tests/chart/test_image_source.py). Examples and test values are fragments layered over it: those that
+# name no image source get the k3s walk's (imported), the one `examples/k3s-first-install.yaml` sets.
+OPERATOR_IMAGE_SOURCE: dict[str, Any] = {"imageSource": "imported"}
+
+
+def with_image_source(values: dict[str, Any] | None) -> dict[str, Any]:
+    values = dict(values or {})
+    given = values.get("global") or {}
+    if not (given.get("imageSource") or given.get("imageRegistry")):
+        values["global"] = {**given, **OPERATOR_IMAGE_SOURCE}
+    return values
+
+
 def render_raw(values: dict[str, Any] | None = None, revision: int = 1) -> dict[str, str]:
-    return chart().render(values or {}, name=RELEASE, namespace=NAMESPACE, revision=revision, is_install=True)
+    return chart().render(with_image_source(values), name=RELEASE, namespace=NAMESPACE, revision=revision,
+                          is_install=True)
 
 
 def render(values: dict[str, Any] | None = None, revision: int = 1) -> list[Doc]:

@@ -107,7 +107,8 @@ def test_wrong_ragfr_image_tag_names_the_image(prefix: str, tmp_path: Path) -> N
     with pytest.raises(SmokeFailure) as failure:
         run(prefix, tmp_path, overrides={"migrations": {"image": {"tag": "0.0.0-missing"}}})
     assert str(failure.value).startswith(
-        "image ragfr/ragfr:0.0.0-missing (rendered as ragfr/ragfr:0.0.0-missing) is not in local storage")
+        "image localhost/ragfr/ragfr:0.0.0-missing (rendered as localhost/ragfr/ragfr:0.0.0-missing) is not in local "
+        "storage")
 
 
 def test_failing_migrations_job_fails_with_its_own_log(prefix: str, tmp_path: Path) -> None:
@@ -173,7 +174,8 @@ def test_images_built_from_other_sources_are_refused_before_anything_runs(tmp_pa
     assert len(now) == 16, now
     listed = tmp_path / "images.built"
     listed.write_text(f"# inputs {now}\nlocalhost/ragfr/ragfr:0.1.0 sha256abc\n")
-    assert smoke.built_images(listed) == {"ragfr/ragfr:0.1.0": "sha256abc"}
+    # The chart renders the imported images as localhost/ragfr/<name>:<version> (global.imageSource=imported).
+    assert smoke.built_images(listed) == {"localhost/ragfr/ragfr:0.1.0": "sha256abc"}
     for stale in (f"# inputs {'0' * 16}\n", ""):
         listed.write_text(stale + "localhost/ragfr/ragfr:0.1.0 sha256abc\n")
         with pytest.raises(SmokeFailure, match=r"run `make images` first"):

@@ -39,6 +39,11 @@ never switched off, and an optional first admin from a Secret.
 {{- if and $w.httpRoute.enabled (not $a.existingSecret) (not $a.allowFirstSignup) -}}
 {{- fail "openwebui.httpRoute.enabled=true without openwebui.admin.existingSecret: the first visitor to reach Open WebUI through the Gateway would become its admin; create a Secret with keys admin-email and admin-password and set openwebui.admin.existingSecret (or, knowingly, openwebui.admin.allowFirstSignup=true and sign up before anyone else)" -}}
 {{- end -}}
+{{- /* A LoadBalancer or NodePort Service opens the port on the nodes (k3s's ServiceLB: on every node): the same
+     first-visitor risk, from the whole LAN. */ -}}
+{{- if and (has $w.service.type (list "LoadBalancer" "NodePort")) (not $a.existingSecret) (not $a.allowFirstSignup) -}}
+{{- fail (printf "openwebui.service.type=%s without openwebui.admin.existingSecret: the Service is reachable from outside the cluster and the first visitor to reach Open WebUI would become its admin; create a Secret with keys admin-email and admin-password and set openwebui.admin.existingSecret (or, knowingly, openwebui.admin.allowFirstSignup=true and sign up before anyone else)" $w.service.type) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* WEBUI_AUTH and ENABLE_SIGNUP in the container's env: env wins over envFrom for the same name, so no

@@ -162,7 +162,7 @@ sslmode: {{ .sslmode }}
 {{- define "ragfr.db.passfileContainer" -}}
 - name: db-passfile
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
-  imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" .Values.migrations.image) }}
   command: ["ragfr", "pgpass", "--out", {{ include "ragfr.db.passfilePath" . | quote }}, "--entry", "PGVECTOR_DB_URL=RAGFR_DB_PASSWORD", "--entry", "DATABASE_URL=OPENWEBUI_DB_PASSWORD"]
   env:
     {{- include "ragfr.db.openwebuiUrlEnv" . | nindent 4 }}
@@ -218,7 +218,7 @@ sslmode: {{ .sslmode }}
 {{- $secret := include "ragfr.db.internalSecret" .root -}}
 - name: db-roles
   image: {{ include "ragfr.image" (dict "root" .root "image" .root.Values.ragdb.image) }}
-  imagePullPolicy: {{ .root.Values.ragdb.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" .root "image" .root.Values.ragdb.image) }}
   command: ["/bin/sh", "/ragfr-scripts/ragdb-roles.sh"]
   env:
     - name: PGHOST
@@ -256,7 +256,7 @@ sslmode: {{ .sslmode }}
 {{- define "ragfr.db.waitContainer" -}}
 - name: wait-for-postgres
   image: {{ include "ragfr.image" (dict "root" .root "image" .root.Values.ragdb.image) }}
-  imagePullPolicy: {{ .root.Values.ragdb.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" .root "image" .root.Values.ragdb.image) }}
   command: ["/bin/sh", "/ragfr-scripts/wait-for-postgres.sh"]
   env:
     {{- include "ragfr.db.pgEnv" (dict "root" .root) | nindent 4 }}

@@ -62,7 +62,18 @@ A "latest" tag is refused: every image in a release must be reproducible.
 {{- fail (printf "image %s: tag %q is neither TAG, TAG@sha256:<64 hex digits> nor sha256:<64 hex digits>" .image.repository (toString .image.tag)) -}}
 {{- end -}}
 {{- $repo := .image.repository -}}
-{{- with .root.Values.global.imageRegistry -}}
+{{- $registry := .root.Values.global.imageRegistry -}}
+{{- if include "ragfr.isProjectImage" .image.repository -}}
+{{- /* The project's own images are published on no registry: an unqualified ragfr/<name> would resolve to
+     docker.io/ragfr/<name>, a namespace this project does not own. Never rendered so. */ -}}
+{{- if eq (include "ragfr.imageSource" .root) "imported" -}}
+{{- /* podman's and `make images-save`'s name for them, which `k3s ctr images import` records as is. */ -}}
+{{- $repo = printf "localhost/%s" $repo -}}{{- $registry = "" -}}
+{{- else if not $registry -}}
+{{- fail (include "ragfr.imageSource.refusal" .root) -}}
+{{- end -}}
+{{- end -}}
+{{- with $registry -}}
 {{- /* Bitnami's way: the mirror replaces the registry part (docker.io/ollama/ollama -> REG/ollama/ollama,
      ghcr.io/open-webui/open-webui -> REG/open-webui/open-webui); a repository without one gets it prepended
      (ragfr/ragdb -> REG/ragfr/ragdb). A registry part is a first path component with a "." or ":", or
@@ -75,6 +86,40 @@ A "latest" tag is refused: every image in a release must be reproducible.
 {{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
 {{- end -}}
 {{- $repo -}}{{- with $tag -}}:{{ . }}{{- end -}}{{- with $digest -}}@{{ . }}{{- end -}}
+{{- end -}}
+
+{{/* Where the project's images come from (global.imageSource): "registry" (explicit, or implied by
+     global.imageRegistry), "imported", or "" when the values name neither. */}}
+{{- define "ragfr.imageSource" -}}
+{{- $g := .Values.global -}}
+{{- if $g.imageSource -}}{{- $g.imageSource -}}
+{{- else if $g.imageRegistry -}}registry
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when a repository is one of the project's own images: ragfr/<name> with no registry part. */}}
+{{- define "ragfr.isProjectImage" -}}
+{{- $parts := splitList "/" . -}}
+{{- if and (gt (len $parts) 1) (eq (first $parts) "ragfr") -}}true{{- end -}}
+{{- end -}}
+
+{{/* The one refusal when the values say neither where the project's images are nor that they were imported. */}}
+{{- define "ragfr.imageSource.refusal" -}}
+{{- if and (eq (toString .Values.global.imageSource) "registry") (not .Values.global.imageRegistry) -}}
+global.imageSource=registry needs global.imageRegistry (host:port of the registry `make images-push REGISTRY=...` pushed to)
+{{- else -}}
+the ragfr images (ragfr/ragdb, ragfr/ragfr, ragfr/owui-init) are published on no public registry: say where the nodes get them in my-values.yaml, either global.imageRegistry: <host:port> (`make run VALUES=my-values.yaml` builds, pushes there and deploys) or global.imageSource: imported (images imported into every node's containerd: `make images-save` + `k3s ctr images import`, docs/install.md step 2)
+{{- end -}}
+{{- end -}}
+
+{{/* An image's pull policy: Never for the project's imported images, so a node that missed the import fails
+     with ErrImageNeverPull instead of trying a pull; otherwise the image's own. */}}
+{{- define "ragfr.imagePullPolicy" -}}
+{{- if and (include "ragfr.isProjectImage" .image.repository) (eq (include "ragfr.imageSource" .root) "imported") -}}
+Never
+{{- else -}}
+{{- .image.pullPolicy | default "IfNotPresent" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The tag part of an image's tag value (TAG of TAG@sha256:..., empty for a bare digest). */}}

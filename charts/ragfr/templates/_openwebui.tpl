@@ -64,7 +64,7 @@ patch it (owui-init); make the reranker loadable offline.
   # width come from the same ConfigMap Open WebUI reads. The URL comes from the environment, never argv.
   # It connects as the owner: `ragfr embeddings k8s` borrows this container (image, env) for its Job.
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
-  imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" .Values.migrations.image) }}
   command: ["ragfr", "migrate"]
   args: ["--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}, "--embedding-model", "ollama:$(RAG_EMBEDDING_MODEL)", "--dims", "$(PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH)"]
   env:
@@ -85,7 +85,7 @@ patch it (owui-init); make the reranker loadable offline.
   # Job has granted it (its last step, one transaction), so Open WebUI never starts into "permission denied".
   # Without the patch Open WebUI connects as the owner (ragfr.db.openwebuiVectorDb): nothing to wait for.
   image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
-  imagePullPolicy: {{ .Values.migrations.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" .Values.migrations.image) }}
   command: ["ragfr", "migrate"]
   args: ["--wait", "--timeout", {{ .Values.migrations.waitTimeoutSeconds | quote }}]
   env:
@@ -100,7 +100,7 @@ patch it (owui-init); make the reranker loadable offline.
   # The stock image is the only source of the pristine files; an init container cannot reach another
   # image's filesystem, so this one (same image) copies the package into a shared emptyDir.
   image: {{ include "ragfr.image" (dict "root" . "image" $w.image) }}
-  imagePullPolicy: {{ $w.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" $w.image) }}
   command: ["cp", "-R", "{{ $w.patch.backendDir }}/open_webui", "/patched/"]
   resources:
     requests: {cpu: 10m, memory: 32Mi}
@@ -114,7 +114,7 @@ patch it (owui-init); make the reranker loadable offline.
       mountPath: /patched
 - name: apply-french-patch
   image: {{ include "ragfr.image" (dict "root" . "image" $w.patch.image) }}
-  imagePullPolicy: {{ $w.patch.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" $w.patch.image) }}
   command: ["python", "/ragfr-scripts/apply-patch.py"]
   env:
     - name: PATCH_TARGET
@@ -154,7 +154,7 @@ patch it (owui-init); make the reranker loadable offline.
 {{- if eq $w.reranker.source "image" }}
 - name: copy-reranker-cache
   image: {{ include "ragfr.image" (dict "root" . "image" $w.reranker.image) }}
-  imagePullPolicy: {{ $w.reranker.image.pullPolicy | default "IfNotPresent" }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" $w.reranker.image) }}
   command: ["cp", "-R", "{{ $w.reranker.image.path }}/.", "/opt/hf-cache/"]
   resources:
     requests: {cpu: 10m, memory: 32Mi}
@@ -169,7 +169,7 @@ patch it (owui-init); make the reranker loadable offline.
 {{- end }}
 - name: cache-reranker
   image: {{ include "ragfr.image" (dict "root" . "image" $w.image) }}
-  imagePullPolicy: {{ $w.image.pullPolicy }}
+  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" $w.image) }}
   command: ["python", "/ragfr-scripts/reranker-cache.py"]
   env:
     - name: RERANKER_SOURCE

@@ -72,6 +72,9 @@ SMOKE_VALUES: dict[str, Any] = {
     # The test double embeds with multilingual-e5-small (384 dims); bge-m3 cannot run here. The tag pins the
     # name as the chart requires; the double is started answering to exactly this name.
     "embedding": {"model": DOUBLE_EMBEDDING_MODEL, "dims": 384},
+    # Not a stand-in: what an operator who imported the images sets (examples/k3s-first-install.yaml). The chart
+    # then names localhost/ragfr/<name>:<version> with pullPolicy Never, the names `make images` gives them here.
+    "global": {"imageSource": "imported"},
     # The double's chat model, pinned by tag as the chart requires; the smoke copies it into the model store.
     "ollama": {"models": {"chat": CHAT_MODEL}},
     "openwebui": {"env": {
@@ -257,7 +260,7 @@ def built_images(listed: Path | None = None) -> dict[str, str]:
     if recorded is None or (now != recorded and "unknown" not in (now, recorded)):
         raise SmokeFailure(f"the images in {listed} were built from other sources than this checkout's "
                            f"(inputs {recorded or 'not recorded'}, now {now or '?'}): run `make images` first")
-    return {f[0].removeprefix("localhost/"): f[1] for f in lines if f[0] != "#"}
+    return {f[0]: f[1] for f in lines if f[0] != "#"}
 
 
 def gate_scale(owui: kp.Pod) -> str:

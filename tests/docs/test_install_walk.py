@@ -17,11 +17,13 @@ A command matching no check fails the test: a new command in the guide needs a c
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -32,7 +34,7 @@ import pytest
 import yaml
 from tests.docs.test_doc_references import commands as ragfr_commands
 from tests.docs.test_doc_references import make_targets
-from tests.support.chart import CHART, NAMESPACE, RELEASE, render_raw
+from tests.support.chart import CHART, NAMESPACE, RELEASE, chart, render_raw
 from tests.support.paths import REPO
 
 from ragfr.cli import build_parser
@@ -55,9 +57,16 @@ NOT_HERE: dict[str, str] = {
     "api=": "Open WebUI's REST API of a running release: tests/owui/test_e2e.py makes the same calls against "
             "the real, patched Open WebUI outside a cluster",
     "token=": "as api=",
+    "read -rs ": "as api= (the administrator's password, typed)",
     "kb=": "as api=",
     "file=": "as api=",
     "curl ": "as api=",
+    "mkdir -p ~/.kube": "the kubeconfig's copy onto the operator's machine (Reference: it needs the k3s server)",
+    "chmod 600 ~/.kube/config": "as mkdir -p ~/.kube",
+    "sed -i 's/127": "as mkdir -p ~/.kube",
+    "kubectl -n ragfr port-forward ": "needs a running release; the Services it forwards are checked by "
+                                      "test_the_cli_section_forwards_the_release_s_services",
+    "export ": "the CLI's environment for a port-forward (see kubectl -n ragfr port-forward)",
     "make setup": "builds pgvector and the venvs (apt, minutes); the target exists",
     "make images": "builds or ships the images with podman (minutes; tests/images covers them); the target "
                    "exists and reads the variable given",
@@ -85,14 +94,15 @@ def fenced() -> Iterator[tuple[str, int, str]]:
     lines = DOC.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
-        m = re.match(r"\s*```(\w*)\s*$", lines[i])
+        m = re.match(r"\s*```(\w*)\s*(\S*)\s*$", lines[i])
         if m:
             start, body = i + 1, []
             i += 1
             while not re.match(r"\s*```\s*$", lines[i]):
                 body.append(lines[i])
                 i += 1
-            yield m.group(1), start, "\n".join(body)
+            # ```yaml my-values.yaml: keys the guide adds to my-values.yaml (language "yaml:my-values.yaml")
+            yield m.group(1) + (f":{m.group(2)}" if m.group(2) else ""), start, "\n".join(body)
         i += 1
 
 
@@ -101,6 +111,9 @@ def walk() -> tuple[Command, ...]:
     blocks = list(fenced())
     out: list[Command] = []
     for k, (lang, start, body) in enumerate(blocks):
+        if lang == "yaml:my-values.yaml":
+            out.append(Command(start, "@my-values.yaml", body))
+            continue
         if lang != "sh":
             continue
         # What it prints: the next ```text block, when no other command block comes first.
@@ -136,6 +149,12 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for k, v in over.items():
         out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def is_subset(part: Any, whole: Any) -> bool:
+    if isinstance(part, dict):
+        return isinstance(whole, dict) and all(k in whole and is_subset(v, whole[k]) for k, v in part.items())
+    return bool(part == whole)
 
 
 def scalar(text: str) -> Any:
@@ -310,7 +329,12 @@ def run_walk(directory: Path) -> Walk:
     for c in cmds:
         t = c.text
         reason = next((r for prefix, r in NOT_HERE.items() if t.startswith(prefix)), None)
-        if t.startswith("helm upgrade --install"):
+        if t == "@my-values.yaml":  # the keys the guide adds to my-values.yaml, merged as the operator does
+            mine = directory / "my-values.yaml"
+            merged = deep_merge(yaml.safe_load(mine.read_text()) or {}, yaml.safe_load(c.output or "") or {})
+            mine.write_text(yaml.safe_dump(merged))
+            w.aliases["my-values.yaml"] = mine
+        elif t.startswith("helm upgrade --install"):
             check_install(w, c, w.helm_install(c))
         elif t.startswith("cp "):
             pass  # done above
@@ -373,7 +397,7 @@ def check_install(w: Walk, c: Command, release: Release) -> None:
         assert all(p == "IfNotPresent" for _, p in ours), (c.where(), ours)
     elif w.aliases.get("my-values.yaml") and "my-values.yaml" in c.text:
         # step 2: imported images are never pulled, so a node that missed them never pulls docker.io/ragfr/*
-        assert all(p == "Never" and i.startswith("ragfr/") for i, p in ours), (c.where(), ours)
+        assert all(p == "Never" and i.startswith("localhost/ragfr/") for i, p in ours), (c.where(), ours)
 
 
 def make_certificate(c: Command, directory: Path) -> None:
@@ -464,7 +488,9 @@ def check_make(w: Walk, c: Command) -> bool:
     assert target in make_targets(), c.where()
     recipes = "\n".join(p.read_text() for p in [REPO / "Makefile", *(REPO / "mk").glob("*.mk")])
     for var in assigns:
-        assert f"$({var})" in recipes or var in (REPO / "scripts" / "deploy.sh").read_text(), (c.where(), var)
+        # make exports a command-line variable to its recipes: the scripts they run may read it from there
+        scripts = [REPO / "scripts" / f for f in ("deploy.sh", "images.sh", "run.sh") if (REPO / "scripts" / f).is_file()]
+        assert f"$({var})" in recipes or any(re.search(rf"\b{var}\b", p.read_text()) for p in scripts), (c.where(), var)
     if target == "deploy":
         files = " ".join(str(w.values_file(f)) for f in assigns.get("VALUES", "").split())
         env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
@@ -520,8 +546,12 @@ def test_the_walk_installs_first_with_the_example_it_copies() -> None:
     installs = [c for c in walk() if c.text.startswith("helm upgrade --install")]
     copy = next(c for c in walk() if c.text.startswith("cp "))
     assert copy.argv()[1] == "charts/ragfr/examples/k3s-first-install.yaml" and copy.line < installs[0].line
-    lan = {Path(a).name for c in installs for a in c.argv() if a.startswith("charts/ragfr/examples/")}
-    assert {"lan-traefik.yaml", "lan-servicelb.yaml"} <= lan
+    # Step 10's two ways are the examples' lines, added to my-values.yaml (not a second -f a later step forgets).
+    blocks = [yaml.safe_load(b) for lang, _, b in fenced() if lang == "yaml:my-values.yaml"]
+    for name in ("lan-traefik", "lan-servicelb"):
+        example = yaml.safe_load((CHART / "examples" / f"{name}.yaml").read_text())
+        assert any(b and is_subset(b, example) and "openwebui" in b for b in blocks), name
+    assert not [a for c in installs for a in c.argv() if a.startswith("charts/ragfr/examples/")]
 
 
 def test_the_images_built_are_the_chart_s() -> None:
@@ -570,3 +600,362 @@ def test_inline_make_commands_of_the_walk_run(tmp_path: Path) -> None:
     assert len(spans) >= 2
     for span in spans:
         assert check_make(w, Command(0, span, None)), span
+
+
+# --- the walk across documents ---------------------------------------------------------------------------------
+# An operator follows docs/install.md, then the runbooks, in this order, with ONE values file: `my-values.yaml`,
+# made by the guide's `cp` and grown by the blocks marked ```yaml my-values.yaml (keys to add to it). Each `helm
+# upgrade` / `make deploy VALUES=…` / `make run VALUES=…` of these pages (fenced ```sh blocks and inline code) is
+# rendered with the values it names, as the walk has built them so far, and compared with what my-values.yaml
+# renders: a command that renders another image, pull policy, node, admin Secret, exposure or pull Secret than the
+# operator's file undoes what an earlier step set (or sets something the next `-f my-values.yaml` forgets). The
+# rendered NetworkPolicies must admit the ingress controller the release's Ingress is for (Traefik on k3s), and no
+# ragfr image may resolve to docker.io/ragfr. A page offering a choice marks each branch with
+# `<!-- walk: key=value -->` … `<!-- walk: end -->`; every path of PATHS is walked.
+
+WALK_DOCS = ("docs/install.md", "docs/runbooks/air-gapped-install.md", "docs/runbooks/chart-upgrade.md",
+             "docs/runbooks/embedding-migration.md", "docs/runbooks/restore.md",
+             "docs/runbooks/calibrate-relevance-threshold.md", "docs/runbooks/rollback.md")
+PATHS: dict[str, dict[str, str]] = {
+    "imported, Traefik, migration in the cluster": {"images": "imported", "lan": "traefik", "embedding": "k8s"},
+    "registry, ServiceLB, destructive re-embedding": {"images": "registry", "lan": "servicelb",
+                                                      "embedding": "destructive"},
+}
+# Where each ingress class's controller runs (k3s bundles Traefik in kube-system), as the evaluator of
+# tests/chart/test_networkpolicy.py labels a pod of another namespace.
+CONTROLLERS = {"traefik": {"_ns": "kube-system", "app.kubernetes.io/name": "traefik"},
+               "nginx": {"_ns": "ingress-nginx", "app.kubernetes.io/name": "ingress-nginx"}}
+WALK_COMMAND = re.compile(r"^(?:\S+=\S+ )*(helm (?:upgrade|install)\b|make (?:deploy|run|images-push)\b|cp \S+ my-values\.yaml)")
+
+
+@dataclass
+class Step:
+    doc: str
+    line: int
+    kind: str  # "command" | "values" (keys added to my-values.yaml) | "file" (a values file the page writes)
+    text: str
+    choice: dict[str, str]
+    data: Any = None
+
+    def where(self) -> str:
+        return f"{self.doc}:{self.line}: {self.text[:110]}"
+
+
+def shell_lines(body: list[str], start: int) -> Iterator[tuple[int, str]]:
+    """(line, command) of a shell block: continuation lines joined, here-documents skipped."""
+    pending, first, heredoc = "", 0, None
+    for n, raw in enumerate(body, start=start):
+        line = raw.strip()
+        if heredoc is not None:
+            heredoc = None if line == heredoc else heredoc
+            continue
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if not pending:
+            first = n
+        pending = f"{pending} {line}".strip()
+        m = re.search(r"<<-?'?(\w+)'?", line)
+        if m:
+            heredoc = m.group(1)
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip()
+            continue
+        yield first, pending
+        pending = ""
+
+
+def doc_steps(rel: str) -> list[Step]:
+    lines = (REPO / rel).read_text(encoding="utf-8").splitlines()
+    steps: list[Step] = []
+    choice: dict[str, str] = {}
+    para: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        if para:
+            text = "\n".join(t for _, t in para)
+            for m in re.finditer(r"`([^`]+)`", text):
+                span = " ".join(m.group(1).split())
+                # A command, not a mention of one: helm with the chart, make with its values or registry.
+                whole = ("charts/ragfr" in span if span.startswith("helm") else
+                         re.search(r"\b(VALUES|REGISTRY)=", span) is not None if span.startswith("make") else True)
+                if (WALK_COMMAND.match(span) and whole) or re.match(r"--set(-string)? \S+=", span) \
+                        or "--reuse-values" in span:
+                    line = para[0][0] + text[:m.start()].count("\n")
+                    steps.append(Step(rel, line, "command", span, dict(choice)))
+            para.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if rel == "docs/install.md" and line.startswith("# Reference"):
+            break  # the walk ends there; the reference sections are not steps
+        marker = re.match(r"\s*<!-- walk: (.*?) -->\s*$", line)
+        fence = re.match(r"\s*```(\w*)\s*(.*?)\s*$", line)
+        if marker:
+            flush()
+            choice = {} if marker.group(1) == "end" else dict(kv.split("=", 1) for kv in marker.group(1).split())
+        elif fence:
+            flush()
+            lang, info, start, body = fence.group(1), fence.group(2), i + 1, []
+            i += 1
+            while not re.match(r"\s*```\s*$", lines[i]):
+                body.append(lines[i])
+                i += 1
+            if lang == "yaml" and info.endswith(".yaml"):
+                data = yaml.safe_load(textwrap.dedent("\n".join(body))) or {}
+                kind = "values" if info == "my-values.yaml" else "file"
+                steps.append(Step(rel, start, kind, info, dict(choice), data))
+            elif lang == "sh":
+                steps.extend(Step(rel, n, "command", c, dict(choice)) for n, c in shell_lines(body, start + 1)
+                             if WALK_COMMAND.match(c))
+        elif not line.strip():
+            flush()
+        else:
+            para.append((i + 1, line))
+        i += 1
+    flush()
+    return steps
+
+
+def render_operator(values: dict[str, Any]) -> dict[str, str]:
+    """The chart rendered as `helm upgrade` would, with exactly these values (no image source added for it)."""
+    return chart().render(values, name=RELEASE, namespace=NAMESPACE, revision=2, is_install=False)
+
+
+def properties(release: Release) -> dict[str, Any]:
+    """What an operator sets once and every later command must keep."""
+    props: dict[str, Any] = {"images": sorted({f"{c['image']} ({c.get('imagePullPolicy', '-')})"
+                                               for c in release.containers()})}
+    for labels, spec in release.pods():
+        comp = labels.get("app.kubernetes.io/component", "?")
+        if comp in ("ragdb", "ollama", "openwebui"):
+            props[f"nodeSelector of {comp}"] = spec.get("nodeSelector", {})
+            props[f"imagePullSecrets of {comp}"] = spec.get("imagePullSecrets", [])
+        if comp == "openwebui":
+            env = {e["name"]: e for c in spec.get("containers", []) for e in c.get("env", [])}
+            ref = (env.get("WEBUI_ADMIN_EMAIL", {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+            props["admin Secret"] = ref.get("name")
+    props["Ingress"] = sorted((d["spec"].get("ingressClassName"), [r.get("host") for r in d["spec"]["rules"]],
+                               [t.get("secretName") for t in d["spec"].get("tls", [])])
+                              for d in release.objects if d["kind"] == "Ingress")
+    props["Open WebUI Service"] = sorted(d["spec"].get("type", "ClusterIP") for d in release.objects
+                                         if d["kind"] == "Service" and d["metadata"]["name"].endswith("-openwebui"))
+    return props
+
+
+def exposure_problems(release: Release) -> list[str]:
+    from tests.chart.test_networkpolicy import allowed
+    out = []
+    owui = next((labels for labels, _ in release.pods()
+                 if labels.get("app.kubernetes.io/component") == "openwebui"), None)
+    for ing in (d for d in release.objects if d["kind"] == "Ingress"):
+        cls = ing["spec"].get("ingressClassName")
+        src = CONTROLLERS.get(cls)
+        assert src is not None, f"ingress class {cls}: which controller pods? (CONTROLLERS)"
+        if owui is not None and not allowed(release.objects, src, owui, 8080):
+            out.append(f"the rendered NetworkPolicies do not admit the {cls} controller ({src}) to Open WebUI's "
+                       f"port 8080, the Ingress {ing['metadata']['name']} is for: the UI answers 504")
+    for c in release.containers():
+        if re.match(rf"^(docker\.io/)?ragfr/({'|'.join(IMAGE_NAMES)})[:@]", c["image"]):
+            out.append(f"image {c['image']} resolves to docker.io/ragfr, a namespace this project does not own")
+    return out
+
+
+class DocWalk:
+    def __init__(self, path: dict[str, str]) -> None:
+        self.path = path
+        self.my_values: dict[str, Any] | None = None
+        self.files: dict[str, dict[str, Any]] = {}
+        self.last: dict[str, Any] | None = None  # values of the release as last installed
+        self.problems: list[str] = []
+        self.rendered: dict[str, int] = {}
+        self.registry_http = False
+
+    def problem(self, step: Step, message: str) -> None:
+        self.problems.append(f"{step.where()}\n    -> {message}")
+
+    def values_file(self, step: Step, name: str) -> dict[str, Any] | None:
+        if name == "my-values.yaml":
+            if self.my_values is None:
+                self.problem(step, "my-values.yaml is used before any step made it")
+            return copy.deepcopy(self.my_values)
+        if name in self.files:
+            return copy.deepcopy(self.files[name])
+        if name in ("values.yaml", "charts/ragfr/values.yaml"):
+            self.problem(step, "-f values.yaml is the chart's own file, not the operator's my-values.yaml: every "
+                               "setting of my-values.yaml (image source, pull policy, nodes, admin Secret, "
+                               "exposure) is dropped")
+            return yaml.safe_load((CHART / "values.yaml").read_text())
+        if (REPO / name).is_file() and name.startswith("charts/ragfr/examples/"):
+            return yaml.safe_load((REPO / name).read_text()) or {}
+        self.problem(step, f"values file {name}: no earlier step says what it holds")
+        return None
+
+    def run(self) -> None:
+        for rel in WALK_DOCS:
+            for step in doc_steps(rel):
+                if any(self.path.get(k) != v for k, v in step.choice.items()):
+                    continue
+                self.rendered.setdefault(rel, 0)
+                if step.kind == "values":
+                    if self.my_values is None:
+                        self.problem(step, "keys for my-values.yaml before any step made it")
+                        continue
+                    self.my_values = deep_merge(self.my_values, step.data)
+                elif step.kind == "file":
+                    self.files[step.text] = step.data
+                else:
+                    self.command(step)
+
+    def command(self, step: Step) -> None:
+        t = step.text
+        if t.startswith("cp "):
+            src = shlex.split(t)[1]
+            if self.my_values is not None:
+                self.problem(step, "copies over my-values.yaml: every setting made in it before is lost")
+            self.my_values = yaml.safe_load((REPO / src).read_text()) or {}
+            return
+        if t.startswith("--set") or (not t.startswith(("helm", "make")) and "--reuse-values" in t):
+            self.problem(step, "advises a --set / --reuse-values: the next `-f my-values.yaml` forgets it; "
+                               "say which key to put in my-values.yaml")
+            return
+        argv = shlex.split(t)
+        env = {}
+        while re.fullmatch(r"[A-Z_]+=\S*", argv[0]):
+            k, _, v = argv.pop(0).partition("=")
+            env[k] = v
+        if argv[0] == "make":
+            assigns = dict(a.split("=", 1) for a in argv[2:] if "=" in a)
+            assigns.update(env)
+            if argv[1] == "images-push" or (argv[1] == "run" and self.path.get("images") == "registry"):
+                if self.path.get("images") == "registry" and assigns.get("IMAGES_TLS_VERIFY") != "false":
+                    self.problem(step, "pushes to the walk's plain-HTTP registry without IMAGES_TLS_VERIFY=false: "
+                                       "podman refuses (http: server gave HTTP response to HTTPS client)")
+                if argv[1] == "images-push":
+                    return
+            files = assigns.get("VALUES", "").split()
+            if not files:
+                self.problem(step, f"make {argv[1]} without VALUES=my-values.yaml")
+            self.install(step, files, [], reuse=False)
+            return
+        files, sets, reuse, i = [], [], False, 2
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-f", "--values"):
+                files.append(argv[i + 1])
+                i += 2
+            elif a in ("--set", "--set-string"):
+                sets.append(argv[i + 1])
+                i += 2
+            elif a in ("-n", "--namespace", "--timeout"):
+                i += 2
+            elif a == "--reuse-values":
+                reuse = True
+                i += 1
+            else:
+                i += 1
+        self.install(step, files, sets, reuse)
+
+    def install(self, step: Step, files: list[str], sets: list[str], reuse: bool) -> None:
+        if any("<" in f or "…" in f for f in files):
+            self.problem(step, f"values files {files}: a placeholder where the walk's `my-values.yaml` belongs")
+            files = [f for f in files if "<" not in f and "…" not in f]
+        if reuse:
+            self.problem(step, "--reuse-values takes the release's stored values, not my-values.yaml")
+        elif "my-values.yaml" not in files:
+            self.problem(step, "does not use -f my-values.yaml")
+        values: dict[str, Any] = copy.deepcopy(self.last or {}) if reuse else {}
+        for f in files:
+            got = self.values_file(step, f)
+            if got is None:
+                return
+            values = deep_merge(values, got)
+        for s in sets:
+            for pair in s.split(","):
+                key, _, value = pair.partition("=")
+                set_path(values, key, scalar(value))
+                held: Any = self.my_values or {}
+                for part in key.split("."):
+                    held = held.get(part) if isinstance(held, dict) else None
+                if held != scalar(value):
+                    self.problem(step, f"--set {key}={value}: my-values.yaml does not hold it, so the next "
+                                       "`-f my-values.yaml` undoes it")
+        try:
+            release = Release(values, render_operator(values))
+        except Exception as exc:  # the chart's refusal: one line of Helm's message
+            self.problem(step, "the chart refuses these values: " + str(exc).strip().splitlines()[-1][:300])
+            return
+        self.last = values
+        self.rendered[step.doc] = self.rendered.get(step.doc, 0) + 1
+        for p in exposure_problems(release):
+            self.problem(step, p)
+        if self.my_values is None:
+            return
+        try:
+            mine = properties(Release(self.my_values, render_operator(self.my_values)))
+        except Exception as exc:
+            self.problem(step, "my-values.yaml as the walk built it does not render: "
+                         + str(exc).strip().splitlines()[-1][:300])
+            return
+        got = properties(release)
+        for key in sorted(set(mine) | set(got)):
+            if mine.get(key) != got.get(key):
+                self.problem(step, f"{key}: renders {got.get(key)!r}, my-values.yaml renders {mine.get(key)!r}: "
+                                   "this step undoes what my-values.yaml holds, or sets what the next "
+                                   "`-f my-values.yaml` drops")
+
+
+def walk_report(path_name: str) -> DocWalk:
+    w = DocWalk(PATHS[path_name])
+    w.run()
+    return w
+
+
+@pytest.mark.parametrize("path_name", sorted(PATHS))
+def test_the_documents_walked_in_order_keep_what_my_values_holds(path_name: str) -> None:
+    w = walk_report(path_name)
+    assert not w.problems, f"walk [{path_name}]: {len(w.problems)} problem(s)\n" + "\n".join(w.problems)
+    # Not vacuous: the guide installs, and the runbooks that change the release render their commands.
+    for rel in WALK_DOCS[:4]:
+        assert w.rendered.get(rel, 0) >= 1, f"{rel}: no helm command of the walk rendered"
+
+
+# The examples docs/install.md adds to a k3s install reached through Traefik: combined, Traefik must still reach
+# Open WebUI (examples/air-gapped.yaml once allowed only ingress-nginx: 504 behind Traefik).
+ADDED_TO_THE_WALK = ("air-gapped", "backup-pvc", "backup-s3", "monitoring", "large-corpus", "reranker-cache",
+                     "database-tls")
+
+
+@pytest.mark.parametrize("example", ADDED_TO_THE_WALK)
+def test_an_example_layered_after_lan_traefik_keeps_traefik_admitted(example: str) -> None:
+    values: dict[str, Any] = {}
+    for name in ("k3s-first-install", "lan-traefik", example):
+        values = deep_merge(values, yaml.safe_load((CHART / "examples" / f"{name}.yaml").read_text()) or {})
+    try:
+        release = Release(values, render_operator(values))
+    except Exception as exc:
+        pytest.fail(f"{example} after lan-traefik does not render: {exc}")
+    assert not exposure_problems(release), exposure_problems(release)
+
+
+def test_the_cli_section_forwards_the_release_s_services() -> None:
+    release = Release({}, render_raw(yaml.safe_load((CHART / "examples" / "k3s-first-install.yaml").read_text())))
+    services = release.named("Service")
+    secret_keys = secret_references(release)
+    forwards = [c for c in walk() if c.text.startswith("kubectl -n ragfr port-forward ")]
+    assert forwards
+    for c in forwards:
+        name, ports = c.argv()[4].removeprefix("svc/"), c.argv()[5].rstrip("&").strip()
+        remote = int(ports.split(":")[1])
+        assert name in services and remote in [p["port"] for p in services[name]["spec"]["ports"]], c.where()
+    exports = " ".join(c.text for c in walk() if c.text.startswith("export "))
+    m = re.search(r"get secret (\S+) -o jsonpath='\{\.data\.([\w-]+)\}'", exports)
+    assert m and m.group(2) in secret_keys.get(m.group(1), set()), (exports, secret_keys)
+
+
+def test_the_init_containers_counted_in_chart_upgrade_are_the_render_s() -> None:
+    text = (REPO / "docs" / "runbooks" / "chart-upgrade.md").read_text()
+    shown = {int(n) for n in re.findall(r"Init:0/(\d+)", text)}
+    release = Release({}, render_raw(yaml.safe_load((CHART / "examples" / "k3s-first-install.yaml").read_text())))
+    owui = next(spec for labels, spec in release.pods() if labels.get("app.kubernetes.io/component") == "openwebui")
+    assert shown == {len(owui["initContainers"])}, (shown, [c["name"] for c in owui["initContainers"]])

@@ -9,9 +9,9 @@ REGISTRY ?=
 images: setup owui-venv ## build + smoke-test ragfr/ragdb, ragfr/ragfr, ragfr/owui-init:<appVersion> (+ ragfr/reranker when trained); prints references and image IDs
 	bash scripts/images.sh build
 
-images-save: ## OCI archives of the images (+ ragfr/reranker when built) + SHA256SUMS in DIR (air-gapped / k3s ctr images import)
+images-save: ## OCI archives of the images (+ ragfr/reranker when built) and of the upstream images VALUES=files render (IMAGES_UPSTREAM=0: ragfr only) + SHA256SUMS in DIR (k3s ctr images import)
 	@test -n "$(DIR)" || { echo "images-save: set DIR=<folder>"; exit 2; }
-	bash scripts/images.sh save "$(DIR)"
+	bash scripts/images.sh save "$(DIR)" $(VALUES)
 
 images-push: ## push the images (+ ragfr/reranker when built) to REGISTRY=host:port (= the chart's global.imageRegistry); prints digests
 	@test -n "$(REGISTRY)" || { echo "images-push: set REGISTRY=host:port (the value of global.imageRegistry)"; exit 2; }

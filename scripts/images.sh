@@ -165,7 +165,8 @@ save_upstream() {
       rm -rf "$scratch" 2>/dev/null || true
       exit 4
     fi
-    file="upstream-$(basename "${name%%:*}")-${name##*:}.oci.tar"
+    # <name> is the repository's last component, <tag> what follows the last ":" (a registry's port comes before).
+    file="upstream-$(basename "${name%:*}")-${name##*:}.oci.tar"
     rm -f "$dir/$file"
     "${store[@]}" push --quiet "$name" "oci-archive:$dir/$file:$name" >&2
     echo "images: wrote $dir/$file ($rendered)" >&2

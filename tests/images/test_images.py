@@ -331,3 +331,34 @@ def test_make_run_with_a_registry_pushes_there_before_it_deploys(built: dict[str
         assert registry_digest(registry, f"ragfr/{name}", APP_VERSION) == pushed[f"{registry}/ragfr/{name}:{APP_VERSION}"]
     assert done.stdout.index(f"{registry}/ragfr/") < done.stdout.index("bash scripts/deploy.sh")
     assert "deploy: the cluster of the current kube context does not answer:" in done.stderr
+
+
+def test_make_run_imported_on_a_k3s_node_imports_into_its_containerd(built: dict[str, str], containerd: list[str],
+                                                                     tmp_path: Path) -> None:
+    # A k3s server node: `k3s ctr` is containerd's ctr in namespace k8s.io. k3s cannot be installed here, so the
+    # `k3s` on PATH is a two-line stand-in that hands `ctr ...` to the real ctr of a private containerd (the
+    # containerd fixture): what is tested is that run imports every ragfr image under the name the chart renders,
+    # into a real containerd, before it deploys. RUN_BUILD=0: the images `make images` built, as above.
+    import os
+
+    from tests.chart.test_deploy import KUBECONFIG_NOWHERE
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    k3s = bindir / "k3s"
+    k3s.write_text('#!/bin/sh\n[ "$1" = ctr ] || exit 9\nshift\nexec ' + " ".join(containerd) + ' "$@"\n')
+    k3s.chmod(0o755)
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG_NOWHERE)
+    my_values = tmp_path / "my-values.yaml"
+    my_values.write_text(yaml.safe_dump({"global": {"imageSource": "imported"}}))
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "VALUES")}
+    env.update(HOME=str(tmp_path), PATH=f"{bindir}:/usr/bin:/bin", KUBECONFIG=str(kubeconfig), RUN_BUILD="0")
+    done = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "run", f"VALUES={my_values}"],
+                          capture_output=True, text=True, timeout=1200, env=env)
+    assert done.returncode != 0
+    assert "run: images: global.imageSource=imported on a k3s node: build here and import" in done.stdout
+    listed = subprocess.run([*containerd, "images", "ls", "-q"], capture_output=True, text=True, check=True).stdout
+    assert {f"localhost/ragfr/{n}:{APP_VERSION}" for n in built} <= set(listed.split()), listed
+    assert "every other node that may run a ragfr pod needs the same import" in done.stdout
+    assert "deploy: the cluster of the current kube context does not answer:" in done.stderr

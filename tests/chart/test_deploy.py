@@ -1,4 +1,5 @@
-"""`make deploy` without a usable cluster stops with one clear line and applies nothing."""
+"""`make deploy` without a usable cluster, and `make run` on a cluster without an image source (issue 36), stop with
+one clear line and apply nothing."""
 
 from __future__ import annotations
 

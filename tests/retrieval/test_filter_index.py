@@ -122,7 +122,8 @@ def test_a_number_like_value_matches_numbers_and_strings(dsn) -> None:
 
 def test_the_cost_rule_sizes_the_walk_by_the_declared_graph(dsn) -> None:
     assert _cli(dsn, "add", "type=contrat") == 0
-    config = SearchConfig(k=10, lexical=False, semantic_depth=10)
+    # The cost rule serves knowledge bases above collection_exact_rows; this one stands for such a base.
+    config = SearchConfig(k=10, lexical=False, semantic_depth=10, collection_exact_rows=0)
     with psycopg.connect(dsn, autocommit=True) as conn:
         result = search(conn, "texte", collections=["kb"], query_vector=Q, config=config,
                         conditions=(Condition("type", "eq", ("contrat",)),))

@@ -1,5 +1,10 @@
 """The vector arm on the half-precision index: candidates from the halfvec graph, scores at float32; and
-the cost rule that picks filter-first exact scoring or the graph walk."""
+the cost rule that picks filter-first exact scoring or the graph walk.
+
+The cost rule and the walk serve knowledge bases above SearchConfig.collection_exact_rows (10,000 chunks),
+below which every row is scored exactly (tests/retrieval/test_collection_isolation.py). These fixtures hold
+a few hundred rows, so the tests of the rule and the walk turn the collection rule off (WALK) to stand
+for such a knowledge base: loading 10,000 rows per test would test nothing more."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from ragfr.retrieval.strategy import exact_threshold
 Q = query_direction()
 ROWS = 400
 NEAR = 30
+WALK = {"collection_exact_rows": 0}
 
 
 @pytest.fixture
@@ -100,7 +106,7 @@ def test_threshold_formula(indexed: int, depth: int, ef: int, ratio: float, expe
 def test_cost_rule_choice_at_the_boundary(conn) -> None:
     # r = 0.5, depth 10, ef_search 40, 400 indexed rows: max(0.5 * 40, sqrt(0.5 * 10 * 400)) = 44.7 -> 44.
     # A range filter: the planner cannot estimate it, so the capped count decides, exactly at the threshold.
-    config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5)
+    config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5, **WALK)
     assert exact_threshold(ROWS, 10, 40, 0.5) == 44
     conn.execute("UPDATE document_chunk SET vmetadata = vmetadata || jsonb_build_object('n', substr(id, 2)::int)")
     at = search(conn, "texte", collections=["kb"], conditions=[Condition("n", "lt", ("44",))],
@@ -117,7 +123,7 @@ def test_cost_rule_choice_at_the_boundary(conn) -> None:
 
 
 def test_planner_estimate_skips_the_count_and_a_wrong_one_falls_back_to_exact(conn) -> None:
-    config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5)
+    config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5, **WALK)
     conn.execute("ANALYZE document_chunk")
     broad = search(conn, "texte", collections=["kb"], conditions=[Condition("cls", "eq", ("b",))],
                    query_vector=Q, config=config)
@@ -138,7 +144,7 @@ def test_planner_estimate_skips_the_count_and_a_wrong_one_falls_back_to_exact(co
 
 
 def test_unfiltered_small_collection_is_scored_exactly_large_one_walked(conn) -> None:
-    config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5)
+    config = SearchConfig(k=10, lexical=False, semantic_depth=10, ef_search=40, exact_cost_ratio=0.5, **WALK)
     walked = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)  # 400 rows > 44
     assert walked.arms["semantic"].strategy == "hnsw"
     exact = search(conn, "texte", collections=["kb"], query_vector=Q, config=config.with_(exact_cost_ratio=10.0))
@@ -149,7 +155,7 @@ def test_unfiltered_small_collection_is_scored_exactly_large_one_walked(conn) ->
 def test_a_walk_no_row_can_fail_skips_the_iterative_scan_and_finds_the_same_rows(conn) -> None:
     # depth 40 of 400 rows, ef_search 60: the walk is approximate, so "the same rows" is a real comparison.
     # A condition every row passes makes the arm walk iteratively, as any filtered walk does.
-    config = SearchConfig(k=40, lexical=False, semantic_depth=40, ef_search=60, exact_cost_ratio=0.1)
+    config = SearchConfig(k=40, lexical=False, semantic_depth=40, ef_search=60, exact_cost_ratio=0.1, **WALK)
     whole = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
     every = search(conn, "texte", collections=["kb"], conditions=[Condition("cls", "in", ("a", "b"))],
                    query_vector=Q, config=config)
@@ -170,7 +176,7 @@ def test_searching_part_of_the_graph_walks_iteratively_and_a_short_first_batch_w
     rng = random.Random(5)
     # A second collection whose rows are all nearer the query than any of kb's but the 30 NEAR ones.
     insert(conn, [(f"z{i:03d}", at_cosine(rng.uniform(0.6, 0.8), rng), "other", "texte", {}) for i in range(200)])
-    config = SearchConfig(k=40, lexical=False, semantic_depth=40, ef_search=60, exact_cost_ratio=0.1)
+    config = SearchConfig(k=40, lexical=False, semantic_depth=40, ef_search=60, exact_cost_ratio=0.1, **WALK)
     part = search(conn, "texte", collections=["kb"], query_vector=Q, config=config)
     assert part.arms["semantic"].iterative_scan == "relaxed_order"
     assert len(part.hits) == 40 and all(h.id.startswith("r") for h in part.hits)

@@ -216,7 +216,7 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
                                     f"evidence gate error: {type(exc).__name__}", message=REFUSAL), []
     metadata[METADATA_KEY] = decision.to_json()
     metrics.gate_decision("chat", decision.grounded)
-    _log(decision, metadata, question, started)
+    _log(decision, metadata, question, passages, started)
     if decision.grounded:
         return _select(sources, chosen, decision, keep_others=True)
     if not chosen:
@@ -226,12 +226,15 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
     return _select(sources, chosen, decision, keep_others=False)
 
 
-def _log(decision: Decision, metadata: dict[str, Any], question: str, started: float) -> None:
+def _log(decision: Decision, metadata: dict[str, Any], question: str, passages: list[Passage],
+         started: float) -> None:
     log.info(json.dumps({
         "event": "gate", "decision": "answer" if decision.grounded else "refuse",
         "scale": decision.scale, "top_score": decision.top_score,
         "evidence_threshold": decision.evidence_threshold, "noise_floor": decision.noise_floor,
         "reason": decision.reason, "passages": decision.passages, "query_terms": query_terms(question),
+        "vector_scope": sorted({str(p.metadata["ragfr_vector_scope"]) for p in passages
+                                if p.metadata.get("ragfr_vector_scope")}),
         "chat_id": metadata.get("chat_id") or None, "message_id": metadata.get("message_id"),
         "ms": round((time.perf_counter() - started) * 1000, 3),
     }, ensure_ascii=False, default=str))

@@ -110,6 +110,9 @@ def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
         **{f"ragfr_{arm}_score": hit.scores.get(arm) for arm in hit.arm_names()},
         "ragfr_embedding_model": result.settings.get("embedding_model"),
         "ragfr_underfilled": result.underfilled,
+        # What the vector arm's answer depended on (ArmReport.scope): "collections" when the knowledge base
+        # was scored exactly, so no other upload can change it; the chat's gate log repeats it.
+        "ragfr_vector_scope": next((a.scope for a in result.arms.values() if a.scope), None),
     }
     if result.underfilled:
         extra["ragfr_underfill_reason"] = result.underfill_reason

@@ -7,6 +7,9 @@ from typing import Any
 
 from ragfr.errors import ConfigError
 
+# Where a knowledge base stops being scored exactly (SearchConfig.collection_exact_rows).
+COLLECTION_EXACT_ROWS = 10_000
+
 
 @dataclass(frozen=True)
 class SearchConfig:
@@ -30,6 +33,13 @@ class SearchConfig:
     # walking the HNSW graph. None (default): the cost rule of ragfr.retrieval.strategy sets it per query
     # from the graph's size; a number pins it (tests use that to force one strategy).
     exact_threshold: int | None = None
+    # A search over collections holding at most this many chunks in all scores every one of their vectors
+    # exactly, whatever the cost rule says: the shared HNSW graph holds every collection, so a walk's answer
+    # for one knowledge base moves when another one is ingested beside it (issue 39: 37 of 535 top 10s), and
+    # exact scoring of the collection's own rows cannot. The cost at the limit is in
+    # docs/benchmarks.md#current-figures ("collection exact scan"). 0 turns the rule off, and so does a
+    # pinned exact_threshold (it pins the whole choice of strategy).
+    collection_exact_rows: int = COLLECTION_EXACT_ROWS
     # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured, docs/benchmarks.md).
     exact_cost_ratio: float = 10.0
     # The lexical arm's cost rule (ragfr.retrieval.strategy): one primary-key probe of the block index's walk
@@ -53,6 +63,8 @@ class SearchConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if type(self.collection_exact_rows) is not int or self.collection_exact_rows < 0:
+            raise ConfigError(f"collection_exact_rows must be an integer >= 0, got {self.collection_exact_rows!r}")
         if self.exact_threshold is not None and (not isinstance(self.exact_threshold, int) or self.exact_threshold < 1):
             raise ConfigError(f"exact_threshold must be a positive integer or None, got {self.exact_threshold!r}")
         for name in ("exact_cost_ratio", "lexical_probe_cost_ratio"):

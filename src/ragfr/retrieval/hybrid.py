@@ -199,6 +199,7 @@ def _search(
         rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims, lexical_depth=config.lexical_depth,
         semantic_depth=config.semantic_depth, bm25_k1=config.bm25_k1, bm25_b=config.bm25_b,
         exact_threshold=config.exact_threshold, exact_cost_ratio=config.exact_cost_ratio,
+        collection_exact_rows=config.collection_exact_rows,
         lexical_probe_cost_ratio=config.lexical_probe_cost_ratio,
         similarity_floor=config.similarity_floor,
         reranker=getattr(reranker, "model_id", None) if config.rerank else None, query_terms=terms,

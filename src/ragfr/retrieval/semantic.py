@@ -1,6 +1,9 @@
 """The vector arm: cosine similarity on the HNSW index, with filters that never shrink the answer silently.
 
-Two strategies, chosen per query by estimated cost (ragfr.retrieval.strategy) and recorded in the arm's
+A search over collections that hold at most `collection_exact_rows` chunks in all (most knowledge bases)
+scores every one of their vectors exactly: its answer depends on those collections' rows alone, whatever
+the other collections in the one shared graph hold (the report's scope "collections"). Above it, two
+strategies, chosen per query by estimated cost (ragfr.retrieval.strategy) and recorded in the arm's
 report:
   exact  the filter runs first (one statement that also counts the passing rows, capped at the cost rule's
          threshold + 1) and every passing row is scored with the full-precision vectors;
@@ -138,6 +141,12 @@ def nearest(
         report.filter_index, report.filter_index_rows = own
     sized_by = graph if own is None else own[1]
     threshold = threshold_for(config, sized_by)
+    # Small enough to score every row of the searched collections: the answer then depends on their rows
+    # alone, never on what else the shared graph holds (nor on its size, which moves the cost rule). A
+    # pinned exact_threshold pins the whole choice (what tests and benchmarks use to force one strategy).
+    isolated = config.exact_threshold is None and searched <= config.collection_exact_rows
+    if isolated:
+        threshold = max(threshold, config.collection_exact_rows)
     report.threshold = threshold
     rows: list[Any] = []
     # With metadata conditions the planner's estimate of the passing rows decides first, for the price of
@@ -145,7 +154,9 @@ def nearest(
     # near the threshold). Without conditions the collections' row count decides, with no scan at all
     # (rows without a vector count too, so a collection of mostly unembedded rows could report an underfill
     # that is really a shortage).
-    if filters.conditions:
+    if isolated:
+        count_first = True
+    elif filters.conditions:
         report.estimated = estimate.passing_rows(conn, filters)
         count_first = report.estimated is None or report.estimated <= threshold
     else:
@@ -153,8 +164,11 @@ def nearest(
     small = False
     if count_first:
         small, rows = _exact(conn, filters, literal, threshold, depth, report)
+        if small:
+            report.scope = "collections" if isolated else "filter"
     if not small:
         report.strategy = "hnsw"
+        report.scope = "shared graph" if own is None else "filter graph"
         # No row of the walked graph can fail the filters: no condition on the shared graph, or only the
         # declared filter's own condition on its graph; and every collection searched.
         every_row_passes = graph == searched and (
@@ -173,7 +187,7 @@ def nearest(
             # thought. Count and score them before calling anything an underfill.
             small, exact_rows = _exact(conn, filters, literal, threshold, depth, report)
             if small:
-                rows = exact_rows
+                rows, report.scope = exact_rows, "filter"
     # Full-precision distance order; ids break exact ties so equal distances always list alike.
     rows.sort(key=lambda r: (r[1], r[0]))
     candidates = [SemanticCandidate(r[0], 1.0 - float(r[1])) for r in rows]

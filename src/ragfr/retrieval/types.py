@@ -77,6 +77,11 @@ class ArmReport:
     # row the filters can pass, and its rows; the cost rule sized the walk by it. None: the shared graph.
     filter_index: str | None = None
     filter_index_rows: int | None = None
+    # vector arm: what its answer depends on. "collections": every row of the searched collections scored
+    # exactly (they hold at most collection_exact_rows chunks), nothing else in the database can change it;
+    # "filter": exact over the rows the filters pass (the cost rule); "shared graph" / "filter graph": a walk
+    # of the graph every collection shares or of a declared filter's own graph.
+    scope: str | None = None
 
 
 @dataclass

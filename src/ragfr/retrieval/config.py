@@ -37,7 +37,7 @@ class SearchConfig:
     # exactly, whatever the cost rule says: the shared HNSW graph holds every collection, so a walk's answer
     # for one knowledge base moves when another one is ingested beside it (issue 39: 37 of 535 top 10s), and
     # exact scoring of the collection's own rows cannot. The cost at the limit is in
-    # docs/benchmarks.md#current-figures ("collection exact scan"). 0 turns the rule off, and so does a
+    # docs/benchmarks.md#current-figures ("vector arm over one knowledge base"). 0 turns the rule off, and so does a
     # pinned exact_threshold (it pins the whole choice of strategy).
     collection_exact_rows: int = COLLECTION_EXACT_ROWS
     # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured, docs/benchmarks.md).

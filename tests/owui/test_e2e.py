@@ -77,6 +77,10 @@ def test_answerable_question_is_searched_as_asked_and_cited(contract: tuple[Serv
     assert gate["decision"] == "answer" and gate["scale"] == "rrf"
     assert gate["evidence_threshold"] == expected.evidence_threshold and gate["top_score"] >= expected.evidence_threshold
     assert gate["query_terms"] == query_terms(ANSWERABLE)
+    # A knowledge base of a few chunks is scored exactly in the chat too (issue 39): its answer depends on
+    # its own rows only, and the search log, the passages and the gate log say so.
+    assert all(s["arms"]["semantic"]["scope"] == "collections" for s in searches), searches
+    assert all(m["ragfr_vector_scope"] == "collections" for _, m in got) and gate["vector_scope"] == ["collections"]
 
     # The Prometheus endpoint counted exactly what happened: each logged search, timed per arm; one grant.
     n = len(searches)

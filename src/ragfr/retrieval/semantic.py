@@ -134,17 +134,18 @@ def nearest(
     report = ArmReport("semantic", depth, searched=searched)
     literal = vector_literal(vector)
     graph = searched if indexed is None else indexed
-    # A declared filter's own graph holds every row these filters can pass: the planner walks it (its
-    # predicate is implied by the query's), so the walk's length and the cost rule follow its size.
-    own = covering_index(conn, filters)
-    if own is not None:
-        report.filter_index, report.filter_index_rows = own
-    sized_by = graph if own is None else own[1]
-    threshold = threshold_for(config, sized_by)
     # Small enough to score every row of the searched collections: the answer then depends on their rows
     # alone, never on what else the shared graph holds (nor on its size, which moves the cost rule). A
     # pinned exact_threshold pins the whole choice (what tests and benchmarks use to force one strategy).
     isolated = config.exact_threshold is None and searched <= config.collection_exact_rows
+    # A declared filter's own graph holds every row these filters can pass: the planner walks it (its
+    # predicate is implied by the query's), so the walk's length and the cost rule follow its size. No
+    # walk follows an isolated search: no round trip to look for one.
+    own = None if isolated else covering_index(conn, filters)
+    if own is not None:
+        report.filter_index, report.filter_index_rows = own
+    sized_by = graph if own is None else own[1]
+    threshold = threshold_for(config, sized_by)
     if isolated:
         threshold = max(threshold, config.collection_exact_rows)
     report.threshold = threshold

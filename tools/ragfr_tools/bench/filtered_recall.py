@@ -52,7 +52,7 @@ def run(dsn: str, queries: QuerySet, classes: list[str], k: int = K) -> dict[str
                 ms.append((time.perf_counter() - t) * 1000)
                 arm = result.arms["semantic"]
                 strategies.add(arm.strategy)
-                graphs.add(arm.filter_index or "shared")
+                graphs.add(arm.filter_index or ("shared" if arm.scope == "shared graph" else str(arm.scope)))
                 got = {h.id for h in result.hits[:k]}
                 recalls.append(len(got & set(truth)) / max(len(truth), 1))
             out["classes"][name] = {

@@ -134,6 +134,7 @@ def _ragfr_runner(
             "strategy": result.arms["semantic"].strategy if "semantic" in result.arms else None,
             "iterative_scan": result.arms["semantic"].iterative_scan if "semantic" in result.arms else None,
             "filter_index": result.arms["semantic"].filter_index if "semantic" in result.arms else None,
+            "scope": result.arms["semantic"].scope if "semantic" in result.arms else None,
             "ef_search": result.settings.get("ef_search"),
             "off_filter": sum(1 for h in result.hits if case.sel and h.metadata.get("sel") != case.sel),
         }
@@ -170,6 +171,8 @@ def _ragfr_summary(rows: list[dict[str, Any]], case: RagfrCase, class_sizes: dic
         out["ef_search"] = sorted({r["ef_search"] for r in rows})
         out["walk_iterative_scan"] = sorted({r["iterative_scan"] for r in rows if r["iterative_scan"]})
         out["filter_index"] = sorted({r["filter_index"] for r in rows if r["filter_index"]})
+        # A collection at or under collection_exact_rows is scored exactly, whatever graph was declared.
+        out["vector_scope"] = sorted({r["scope"] for r in rows if r["scope"]})
     if case.sel:
         passing = class_sizes.get(case.sel, 0)
         out["passing_rows"] = passing

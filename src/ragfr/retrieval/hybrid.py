@@ -28,7 +28,7 @@ from ragfr.analysis.french import query_terms
 from ragfr.db.filters import Condition, Filters
 from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
-from ragfr.retrieval import semantic
+from ragfr.retrieval import evidence, semantic
 from ragfr.retrieval.arms import BUILTIN, LEXICAL, SEMANTIC, Arm, ArmQuery, Ranked
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.fusion import rrf
@@ -172,6 +172,7 @@ def _search(
             use_reranker = reranker is not None and config.rerank
             shown = fused[: config.rerank_top_n if use_reranker else config.k]
             rows = _fetch(conn, [doc_id for doc_id, _, _ in shown])
+            stats = evidence.term_stats(conn, filters.collections, terms, searched)
     except psycopg.errors.QueryCanceled as exc:
         raise SearchTimeoutError(
             f"search cancelled after statement_timeout {config.statement_timeout_ms} ms "
@@ -194,6 +195,9 @@ def _search(
         hits.sort(key=lambda h: (-(h.rerank_score or 0.0), h.id))
         hits = hits[: config.rerank_keep]
         timings["rerank"] = elapsed_ms(t)
+    features = evidence.compute(
+        terms, stats, {name: evidence.ArmList(r.ids, r.scores) for name, r in ran.items()},
+        [h.text for h in hits], fused[0][1] if fused else None, config.rrf_k)
     timings["total"] = elapsed_ms(started)
     settings.update(
         rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims, lexical_depth=config.lexical_depth,
@@ -209,7 +213,7 @@ def _search(
     result = SearchResult(
         query=query, hits=hits, underfilled=bool(short),
         underfill_reason="; ".join(a.reason or "" for a in short) or None,
-        settings=settings, arms=reports, timings_ms=timings,
+        settings=settings, arms=reports, timings_ms=timings, evidence=features,
     )
     _log(result)
     return result
@@ -287,7 +291,7 @@ def _log(result: SearchResult) -> None:
         log.info(json.dumps({
             "event": "search", "settings": result.settings, "hits": [h.id for h in result.hits],
             "underfilled": result.underfilled, "underfill_reason": result.underfill_reason,
-            "timings_ms": result.timings_ms,
+            "timings_ms": result.timings_ms, "evidence": result.evidence,
             # how each arm gathered its candidates (strategy, counts, the declared filter's graph it walked)
             "arms": {name: asdict(report) for name, report in result.arms.items()},
         }, ensure_ascii=False, default=str))

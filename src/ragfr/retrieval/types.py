@@ -93,6 +93,9 @@ class SearchResult:
     settings: dict[str, Any]
     arms: dict[str, ArmReport] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # ragfr.retrieval.evidence.FEATURES of this search (cosines, BM25 against the words' rarity, rare-word
+    # coverage, arm agreement): what the fitted gate reads
+    evidence: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,4 +106,5 @@ class SearchResult:
             "settings": self.settings,
             "arms": {k: asdict(v) for k, v in self.arms.items()},
             "timings_ms": self.timings_ms,
+            "evidence": self.evidence,
         }

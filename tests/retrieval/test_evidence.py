@@ -1,0 +1,100 @@
+"""Evidence features (issue 38 item 1): values against hand-computed ones, and on every real search (real
+PostgreSQL, the real offline e5 embedder), printed by `ragfr search --json`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import psycopg
+import pytest
+
+from ragfr.analysis.french import query_terms
+from ragfr.cli import main as cli_main
+from ragfr.embed import load_embedder
+from ragfr.ingest import ChunkConfig, Document, ingest_documents
+from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.evidence import FEATURES, ArmList, TermStats, compute
+from ragfr.retrieval.hybrid import search
+
+E5 = "local:multilingual-e5-small"
+DOCS = {
+    "declaration": "Article 5 - Déclaration du sinistre. L'assuré doit déclarer tout sinistre à l'assureur dans les "
+    "cinq jours ouvrés suivant la date à laquelle il en a eu connaissance.",
+    "franchise": "Article 8 - Franchise. Une franchise de 150 euros reste à la charge de l'assuré pour chaque "
+    "dommage indemnisé, sauf catastrophe naturelle.",
+    "exclusions": "Article 12 - Exclusions. Ne sont pas couverts les dommages intentionnels, la guerre et "
+    "l'usure normale des biens.",
+    "resiliation": "Article 15 - Résiliation. Le contrat peut être résilié chaque année à l'échéance avec un "
+    "préavis de deux mois.",
+    "vol": "Article 9 - Vol. En cas de vol, la plainte doit être déposée dans les 48 heures auprès des autorités.",
+}
+NO_RERANK = SearchConfig(k=5, rerank=False)
+
+
+def test_features_hand_computed() -> None:
+    # 100 passages; "franchise" in 1 of them (rare), "montant" in 30, "pingouin" in none
+    franchise, montant, pingouin = terms = query_terms("franchise montant pingouin")
+    stats = TermStats(100, {franchise: 1, montant: 30})
+    idf = {t: math.log(1 + (100 - df + 0.5) / (df + 0.5)) for t, df in ((franchise, 1), (montant, 30),
+                                                                          (pingouin, 0))}
+    mass = sum(idf.values())
+    lex = ArmList(["a", "b", "c"], {"a": 6.0, "b": 4.5, "c": 1.0})
+    sem = ArmList(["b", "a", "d"], {"b": 0.9, "a": 0.8, "d": 0.7})
+    f = compute(terms, stats, {"lexical": lex, "semantic": sem},
+                ["La franchise du contrat.", "Le montant est fixe.", "Rien."], rrf_top=1 / 61 + 1 / 62, rrf_k=60)
+    assert list(f) == list(FEATURES)
+    assert f["cos1"] == 0.9 and f["cos3"] == pytest.approx(0.8) and f["cos_margin"] == pytest.approx(0.1)
+    assert f["cos_spread"] == pytest.approx(0.2)
+    assert f["bm25_rel"] == pytest.approx(6.0 / mass) and f["bm25_margin"] == pytest.approx(0.25)
+    assert f["idf_cover1"] == pytest.approx(idf[franchise] / mass)
+    assert f["idf_cover3"] == pytest.approx((idf[franchise] + idf[montant]) / mass)
+    assert f["rare_cover3"] == pytest.approx(0.5)  # franchis held, pingouin (held by no passage) not
+    assert f["absent_idf"] == pytest.approx(idf[pingouin] / mass)
+    assert f["agree_sem_in_lex"] == 0.5 and f["agree_lex_in_sem"] == 0.5 and f["overlap5"] == pytest.approx(0.4)
+    assert f["rrf1"] == pytest.approx((1 / 61 + 1 / 62) / (2 / 61)) and f["n_terms"] == pytest.approx(math.log(4))
+
+
+def test_features_without_an_arm_are_zeros() -> None:
+    f = compute([], TermStats(10, {}), {}, [], rrf_top=None, rrf_k=60)
+    assert f == dict.fromkeys(FEATURES, 0.0)
+
+
+@pytest.fixture(scope="module")
+def e5():
+    return load_embedder(E5, cache=False)
+
+
+@pytest.fixture
+def kb(migrated_db, e5):
+    dsn = migrated_db(dims=384, model=E5)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        docs = [Document(text=t, source=f"{name}.txt") for name, t in DOCS.items()]
+        ingest_documents(conn, "contrat", docs, e5, ChunkConfig(size=1000, overlap=0), progress=False)
+        yield dsn, conn
+
+
+def test_every_search_carries_its_evidence(kb, e5) -> None:
+    _, conn = kb
+    inside = search(conn, "Quelle franchise reste à la charge de l'assuré ?", collections=["contrat"], embedder=e5,
+                    config=NO_RERANK)
+    outside = search(conn, "Quel club de football a gagné la coupe du monde des clubs ?", collections=["contrat"],
+                     embedder=e5, config=NO_RERANK)
+    for r in (inside, outside):
+        assert list(r.evidence) == list(FEATURES)
+        assert r.evidence["cos1"] == max(h.semantic_score or 0.0 for h in r.hits)  # the arm's best is shown here
+    assert "franchise" in inside.hits[0].text.lower()
+    assert inside.evidence["idf_cover1"] == pytest.approx(1.0)  # every word of the question is in the top passage
+    assert inside.evidence["absent_idf"] == 0.0
+    # none of football, club, coupe, monde is in the contract: the words say so, whatever the ranks say
+    assert outside.evidence["absent_idf"] > 0.5 and outside.evidence["idf_cover3"] < 0.5
+    assert outside.evidence["cos1"] < inside.evidence["cos1"]
+
+
+def test_cli_search_json_prints_the_evidence(kb, capsys) -> None:
+    dsn, _ = kb
+    rc = cli_main(["search", "--dsn", dsn, "--collection", "contrat", "--no-rerank", "-k", "3", "--json",
+                   "délai de préavis pour résilier"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out["evidence"]) == list(FEATURES) and out["evidence"]["idf_cover3"] > 0

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ragfr import metrics
 from ragfr.errors import RagfrError
-from ragfr.retrieval.gate import Evidence, GateConfig, assess, scale_for
+from ragfr.retrieval.gate import Decision, GateConfig, assess, scale_for
 from ragfr.retrieval.types import Hit, SearchResult
 
 SYSTEM_PROMPT = (
@@ -68,10 +68,14 @@ class Answer:
     grounded: bool
     answer: str | None
     citations: list[str]
-    evidence: Evidence
+    evidence: Decision[Hit]  # the gate's decision, the same type the chat translates
     search: SearchResult
     model: str | None = None
     diagnostic: dict[str, Any] = field(default_factory=dict)
+
+    def scores(self) -> list[tuple[str, float | None]]:
+        """Every hit's id and its score on the gate's scale, in the search's order."""
+        return [(h.id, s) for h, s in self.evidence.scored]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,11 +85,12 @@ class Answer:
             "citations": self.citations,
             "model": self.model,
             "evidence": {
+                "decision": self.evidence.outcome.value,
                 "scale": self.evidence.scale,
                 "top_score": self.evidence.top_score,
                 "evidence_threshold": self.evidence.evidence_threshold,
                 "noise_floor": self.evidence.noise_floor,
-                "scores": [{"id": i, "score": s} for i, s in self.evidence.scores],
+                "scores": [{"id": i, "score": s} for i, s in self.scores()],
                 "reason": self.evidence.reason,
             },
             "diagnostic": self.diagnostic,

@@ -4,6 +4,8 @@ every failure refuses. The same code runs inside Open WebUI in tests/owui/test_e
 from __future__ import annotations
 
 import json
+import logging
+import re
 from typing import Any
 
 import pytest
@@ -85,13 +87,26 @@ def test_knowledge_searched_but_nothing_from_ragfr_is_refused() -> None:
     assert out[0]["metadata"][0]["ragfr_gate"] == "refuse"
 
 
-def test_an_error_inside_the_gate_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*_: Any) -> Any:
-        raise RuntimeError("boom")
+def test_an_error_inside_the_gate_refuses_and_shows_only_an_incident_id(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("boom at host=db.internal port=5432")
 
-    monkeypatch.setattr(chat_gate, "assess", broken)
-    _, metadata = run([source((0.05, 0.05))])
-    assert metadata[METADATA_KEY]["grounded"] is False and "RuntimeError" in metadata[METADATA_KEY]["reason"]
+    monkeypatch.setattr(chat_gate.evidence_gate, "decide", broken)
+    with caplog.at_level(logging.INFO, logger="ragfr.gate"):
+        out, metadata = run([source((0.05, 0.05))])
+    decision = metadata[METADATA_KEY]
+    incident = decision["incident"]
+    assert decision["grounded"] is False and re.fullmatch(r"[0-9a-f]{8}", incident)
+    assert decision["message"] == f"{chat_gate.UNAVAILABLE['failed']}\n\n" + chat_gate.INCIDENT_LINE.format(
+        incident=incident)
+    shown = json.dumps([decision, out], ensure_ascii=False)  # what reaches Open WebUI and its chat history
+    assert "boom" not in shown and "RuntimeError" not in shown and "db.internal" not in shown
+    assert out[0]["metadata"][0]["ragfr_gate_reason"] == f"evidence gate failed: incident {incident}"
+    logged = [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith("{")]
+    assert logged[-1]["incident"] == incident and "RuntimeError: boom at host=db.internal" in logged[-1]["reason"]
+    assert any(incident in r.getMessage() and r.exc_info for r in caplog.records)  # the traceback, with the id
 
 
 def test_nothing_to_judge_is_not_gated() -> None:
@@ -117,24 +132,37 @@ def test_cross_encoder_scale_only_when_reranked_and_calibrated(monkeypatch: pyte
 
 
 @pytest.mark.parametrize("kind", ["busy", "failed", "refused"])
-def test_a_search_that_could_not_run_is_refused_with_its_own_message_not_the_documents_fault(kind: str) -> None:
+def test_a_search_that_could_not_run_is_refused_with_its_kind_and_an_incident_id_not_its_details(
+    kind: str, caplog: pytest.LogCaptureFixture,
+) -> None:
     """chat_search's marker passage (busy, failed, refused) beside a good search of another collection: the
-    question is refused with the kind's message, the reason is logged, and no model is called."""
+    question is refused with the kind's message and an incident id, no model is called, and the reason
+    (a redacted DSN, a host, libpq's first line) reaches only the gate log, under that id."""
     from ragfr.owui.chat_search import unavailable_result
     from ragfr.owui.errors import SearchUnavailable
 
-    marker = unavailable_result("kb2", SearchUnavailable(kind, "why it did not run"))
+    why = "connection to server at db.internal (10.0.0.7), port 5432 failed (host=db.internal user=owui)"
+    marker = unavailable_result("kb2", SearchUnavailable(kind, why), "0badc0de")
     failed = {"source": {"type": "collection", "id": "kb2"}, "document": marker["documents"][0],
               "metadata": marker["metadatas"][0], "distances": marker["distances"][0]}
     top = RRF.evidence_threshold + 0.001
-    out, metadata = run([source((top, top)), failed])
+    with caplog.at_level(logging.INFO, logger="ragfr.gate"):
+        out, metadata = run([source((top, top)), failed])
     decision = metadata[METADATA_KEY]
-    assert decision["grounded"] is False
-    assert decision["message"] == chat_gate.UNAVAILABLE[kind] and REFUSAL not in decision["message"]
-    assert decision["reason"] == f"search {kind}: {kind}: why it did not run"
+    assert decision["grounded"] is False and decision["incident"] == "0badc0de"
+    assert decision["message"] == chat_gate.unavailable_message(kind, "0badc0de")
+    assert decision["message"].startswith(chat_gate.UNAVAILABLE[kind]) and REFUSAL not in decision["message"]
+    assert decision["message"].endswith("0badc0de")
+    assert decision["reason"] == f"search {kind}: incident 0badc0de"
     assert len(out) == 1 and out[0]["source"]["id"] == "ragfr-evidence-gate"  # no passage reaches the model
+    assert out[0]["document"] == [f"search {kind}: incident 0badc0de"]
+    assert out[0]["metadata"][0]["ragfr_gate_reason"] == f"search {kind}: incident 0badc0de"
+    assert "db.internal" not in json.dumps([decision, out]) and "5432" not in json.dumps([decision, out])
     reply = refusal_response({"model": "m"}, metadata, object)
-    assert reply is not None and reply["choices"][0]["message"]["content"] == chat_gate.UNAVAILABLE[kind]
+    assert reply is not None and reply["choices"][0]["message"]["content"] == decision["message"]
+    logged = json.loads(caplog.records[-1].getMessage())
+    assert logged["event"] == "gate" and logged["incident"] == "0badc0de"
+    assert logged["reason"] == f"search {kind}: {kind} (incident 0badc0de): {why}"
 
 
 CASES = {
@@ -184,3 +212,29 @@ def test_ragfr_ask_and_the_chat_take_the_same_decision_on_the_same_search(
     if asked.grounded:
         assert [p["chunk"] for p in chat["passages"]] == [h.id for h in asked.kept][:3]
     assert bool(called) == asked.grounded
+
+
+def test_ragfr_ask_and_the_chat_decide_through_the_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ragfr.retrieval.gate.decide` is the decision of both surfaces: replaced here, it decides for both (the
+    chat reads its passages' scores and translates the Decision back; `ask` reads its hits' scores)."""
+    from ragfr.ask import answer
+    from ragfr.retrieval import gate as evidence_gate
+    from ragfr.retrieval.gate import Decision, Outcome
+    from ragfr.retrieval.types import Hit, SearchResult
+
+    seen: list[list[float | None]] = []
+
+    def refuse_all(scored: Any, gate_cfg: GateConfig, top: float | None = None) -> Decision[Any]:
+        scored = list(scored)
+        seen.append([s for _, s in scored])
+        return Decision(Outcome.REFUSE, "the one function said no", gate_cfg.scale, top,
+                        gate_cfg.evidence_threshold, gate_cfg.noise_floor, [], scored)
+
+    monkeypatch.setattr(evidence_gate, "decide", refuse_all)
+    strong = RRF.evidence_threshold + 0.01
+    chat = run([source((strong, strong))])[1][METADATA_KEY]
+    hits = [Hit(id="c0", text="passage 0", metadata={}, collection_name="kb1", rrf_score=strong)]
+    asked = answer(SearchResult("Quel délai ?", hits, False, None, {"rrf_k": 60}), object(), "m")  # type: ignore[arg-type]
+    assert seen == [[strong], [strong]]
+    assert (chat["decision"], chat["reason"]) == ("refuse", "the one function said no")
+    assert (asked.grounded, asked.evidence.reason) == (False, "the one function said no")

@@ -11,6 +11,7 @@ kept; the concurrency slots and their wait limit.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +20,10 @@ import pytest
 
 from ragfr import metrics
 from ragfr.owui import chat_search
-from ragfr.owui.chat_search import UNAVAILABLE_KEY, Limits, OwuiRetrieval, query_doc
+from ragfr.owui.chat_search import Limits, OwuiRetrieval, query_doc
 from ragfr.owui.errors import SearchUnavailable
+from ragfr.retrieval.passage_keys import INCIDENT, UNAVAILABLE_REASON
+from ragfr.retrieval.passage_keys import SEARCH_UNAVAILABLE as UNAVAILABLE_KEY
 
 
 @dataclass
@@ -134,7 +137,10 @@ def test_every_failure_is_a_counted_marker_never_none(client: Client, embedder: 
     out = asyncio.run(ask(client, embedder))
     assert out is not None, "None would send the question to Open WebUI's legacy path"
     meta = out["metadatas"][0][0]
-    assert meta[UNAVAILABLE_KEY] == kind and reason in meta[chat_search.REASON_KEY]
+    assert meta[UNAVAILABLE_KEY] == kind and reason in meta[UNAVAILABLE_REASON]
+    # The passage's text (the one thing of a marker Open WebUI could show) names the kind and incident only.
+    assert re.fullmatch(r"[0-9a-f]{8}", meta[INCIDENT])
+    assert out["documents"][0][0] == f"ragfr: search {kind}: incident {meta[INCIDENT]}"
     assert out["distances"][0][0] > 1, "the marker must survive Open WebUI's merge (largest distance kept)"
     assert unavailable(kind) == before + 1
 
@@ -154,7 +160,7 @@ def test_a_reranker_error_is_a_failure() -> None:
 
     out = asyncio.run(ask(Client(), Embedder(), reranking_function=broken))
     assert out["metadatas"][0][0][UNAVAILABLE_KEY] == "failed"
-    assert "rerank: RuntimeError: CUDA out of memory" in out["metadatas"][0][0][chat_search.REASON_KEY]
+    assert "rerank: RuntimeError: CUDA out of memory" in out["metadatas"][0][0][UNAVAILABLE_REASON]
 
 
 def test_none_only_where_ragfr_declines_the_database() -> None:
@@ -183,7 +189,7 @@ def test_past_the_search_slots_a_question_gets_busy_within_the_wait(monkeypatch:
     (slots,) = chat_search._slots.values()
     assert slots.search.free == 2 and slots.embed.free == slots.limits.embed_concurrency, "every slot came back"
     assert third["metadatas"][0][0][UNAVAILABLE_KEY] == "busy"
-    assert "no search slot free within 0.3 s" in third["metadatas"][0][0][chat_search.REASON_KEY]
+    assert "no search slot free within 0.3 s" in third["metadatas"][0][0][UNAVAILABLE_REASON]
     assert waited < 5
     assert all(f["documents"] == [["a", "b", "c"]] for f in firsts), "the two in their slots finish normally"
 

@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nsources: {', '.join(out.citations)}")
     else:
         print(f"Pas assez d'éléments pour répondre (grounded: false). {out.evidence.reason}")
-        for doc_id, score in out.evidence.scores:
-            print(f"  {doc_id}: {score:.5f}")
+        for doc_id, score in out.scores():
+            print(f"  {doc_id}: {'-' if score is None else f'{score:.5f}'}")
     return 0 if out.grounded else 3
 
 

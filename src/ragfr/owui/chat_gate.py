@@ -14,9 +14,14 @@ Scores
   cross-encoder    only when Open WebUI ran its reranker AND RAGFR_GATE_CE_EVIDENCE is set (a calibrated
                    logit, docs/runbooks/calibrate-relevance-threshold.md): Open WebUI's reranker scores
                    are sigmoids, turned back into logits to compare with the thresholds.
+The decision is `ragfr.retrieval.gate.decide`'s, the one `ragfr ask` takes; this module only reads the scores
+off Open WebUI's passages (keys named in `ragfr.retrieval.passage_keys`) and translates the decision back
+(`ChatView`: the passages kept or shown, the French reply, the keys on each source).
+
 Fails closed: a request that searched attached knowledge but got no passage ragfr scored, a search ragfr
 could not run (`ragfr.owui.chat_search`'s marker passage: busy, failed or refused, each with its own
-message), or an error inside the gate, is refused.
+message), or an error inside the gate, is refused. A failure shows the analyst its kind and an incident id
+(8 hex digits); the gate log's line with that id holds the full reason.
 """
 
 from __future__ import annotations
@@ -24,16 +29,19 @@ from __future__ import annotations
 import json
 import logging
 import math
+import secrets
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
-from ragfr.owui.chat_search import REASON_KEY, UNAVAILABLE_KEY
-from ragfr.retrieval.gate import GateConfig, Scale, judge, scale_for
+from ragfr.errors import first_line
+from ragfr.retrieval import gate as evidence_gate
+from ragfr.retrieval import passage_keys as keys
+from ragfr.retrieval.gate import Decision, GateConfig, Scale, scale_for
 
 log = logging.getLogger("ragfr.gate")
 
@@ -49,10 +57,13 @@ UNAVAILABLE = {
     "refused": "Cette question ne peut pas être recherchée dans les documents joints telle qu'elle est écrite "
                "(vide, trop longue ou contenant un caractère invalide) : reformulez-la.",
 }
+# Under an UNAVAILABLE message: the id the operator finds in the gate log with the full reason
+# (docs/runbooks/monitoring.md), never the reason itself (a DSN, a host, a server's error line).
+INCIDENT_LINE = "Référence pour l'administrateur : {incident}"
 MAX_KEPT = 3  # passages the model receives at most
 MAX_SHOWN = 3  # closest passages listed under a refusal
 EXCERPT_CHARS = 220
-METADATA_KEY = "ragfr_gate"  # where the decision travels in Open WebUI's request metadata
+METADATA_KEY = keys.GATE  # where the decision travels in Open WebUI's request metadata
 SEARCHED_TYPES = ("collection", "file")
 
 
@@ -71,28 +82,36 @@ class Passage:
 
 
 @dataclass
-class Decision:
-    grounded: bool
-    scale: Scale
-    top_score: float | None
-    evidence_threshold: float
-    noise_floor: float
-    reason: str
-    passages: list[dict[str, Any]] = field(default_factory=list)  # what was kept (answer) or shown (refusal)
-    message: str | None = None  # the reply that replaces the model's when refused
+class ChatView:
+    """What the chat shows of the gate's Decision (not a second decision): which passages go on, the reply
+    that replaces the model's when refused, and the reason the analyst may see (the decision's own, or for a
+    failure its kind and incident id: the full reason stays in the gate log)."""
+
+    decision: Decision[Passage]
+    shown: list[Passage]
+    message: str | None = None
+    public_reason: str | None = None
+    incident: str | None = None
+
+    @property
+    def reason(self) -> str:
+        return self.public_reason or self.decision.reason
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """What travels in Open WebUI's request metadata (METADATA_KEY) to `refusal_response`."""
+        return {**self.decision.summary(), "reason": self.reason, "incident": self.incident,
+                "passages": passages_json(self.shown), "message": self.message}
 
     def source_metadata(self) -> dict[str, Any]:
-        return {
-            "ragfr_gate": "answer" if self.grounded else "refuse",
-            "ragfr_gate_scale": self.scale,
-            "ragfr_gate_top_score": self.top_score,
-            "ragfr_gate_evidence_threshold": self.evidence_threshold,
-            "ragfr_gate_noise_floor": self.noise_floor,
-            "ragfr_gate_reason": self.reason,
-        }
+        d = self.decision
+        return {keys.GATE: d.outcome.value, keys.GATE_SCALE: d.scale, keys.GATE_TOP_SCORE: d.top_score,
+                keys.GATE_EVIDENCE_THRESHOLD: d.evidence_threshold, keys.GATE_NOISE_FLOOR: d.noise_floor,
+                keys.GATE_REASON: self.reason}
+
+
+def passages_json(shown: list[Passage]) -> list[dict[str, Any]]:
+    return [{"file": p.file, "chunk": p.metadata.get(keys.CHUNK_ID), "score": p.score,
+             "rrf_score": p.metadata.get(keys.RRF_SCORE)} for p in shown]
 
 
 def searches_knowledge(files: list[dict[str, Any]] | None) -> bool:
@@ -108,7 +127,7 @@ def _passages(sources: list[dict[str, Any]]) -> list[Passage]:
         metadatas = source.get("metadata") or []
         for i, text in enumerate(source.get("document") or []):
             meta = metadatas[i] if i < len(metadatas) and isinstance(metadatas[i], dict) else {}
-            if "ragfr_rrf_score" in meta:
+            if keys.RRF_SCORE in meta:
                 out.append(Passage(s, i, str(text), meta))
     return out
 
@@ -116,18 +135,36 @@ def _passages(sources: list[dict[str, Any]]) -> list[Passage]:
 def _unavailable(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The marker passages of searches ragfr could not run, in order."""
     return [m for source in sources for m in source.get("metadata") or []
-            if isinstance(m, dict) and m.get(UNAVAILABLE_KEY) in UNAVAILABLE]
+            if isinstance(m, dict) and m.get(keys.SEARCH_UNAVAILABLE) in UNAVAILABLE]
 
 
-def unavailable_decision(markers: list[dict[str, Any]]) -> Decision:
-    """Refused because a search did not run. The most serious kind sets the message (failed, then busy, then
-    refused); every marker's reason goes into the decision's reason (the gate log)."""
-    kinds = [str(m[UNAVAILABLE_KEY]) for m in markers]
+def unavailable_message(kind: str, incident: str) -> str:
+    return f"{UNAVAILABLE[kind]}\n\n{INCIDENT_LINE.format(incident=incident)}"
+
+
+def unavailable_verdict(markers: list[dict[str, Any]]) -> ChatView:
+    """Refused because a search did not run. The most serious kind sets the message and the incident shown
+    (failed, then busy, then refused); every marker's reason and incident go into the decision's reason,
+    which only the gate log prints."""
+    kinds = [str(m[keys.SEARCH_UNAVAILABLE]) for m in markers]
     kind = next(k for k in ("failed", "busy", "refused") if k in kinds)
-    reason = "; ".join(sorted({f"{m[UNAVAILABLE_KEY]}: {m.get(REASON_KEY, '')}" for m in markers}))
-    gate_cfg = GateConfig.for_scale("rrf")
-    return Decision(False, "rrf", None, gate_cfg.evidence_threshold, gate_cfg.noise_floor,
-                    f"search {kind}: {reason}", message=UNAVAILABLE[kind])
+    incident = next(str(m.get(keys.INCIDENT) or "") for m in markers if m[keys.SEARCH_UNAVAILABLE] == kind)
+    incident = incident or secrets.token_hex(4)
+    reason = "; ".join(sorted({f"{m[keys.SEARCH_UNAVAILABLE]} (incident {m.get(keys.INCIDENT)}): "
+                               f"{m.get(keys.UNAVAILABLE_REASON, '')}" for m in markers}))
+    decision: Decision[Passage] = Decision.refused_unjudged(f"search {kind}: {reason}")
+    return ChatView(decision, [], unavailable_message(kind, incident),
+                       public_reason=f"search {kind}: incident {incident}", incident=incident)
+
+
+def error_verdict(exc: Exception) -> ChatView:
+    """The gate itself failed: refused (fail closed), shown as a failure with an incident id."""
+    incident = secrets.token_hex(4)
+    log.exception("ragfr: evidence gate failed; refusing (incident %s)", incident)
+    decision: Decision[Passage] = Decision.refused_unjudged(
+        f"evidence gate error: {type(exc).__name__}: {first_line(exc)}")
+    return ChatView(decision, [], unavailable_message("failed", incident),
+                       public_reason=f"evidence gate failed: incident {incident}", incident=incident)
 
 
 def _logit(p: float) -> float:
@@ -135,27 +172,23 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def assess(passages: list[Passage], scale: Scale) -> tuple[Decision, list[Passage]]:
-    """The decision, and the passages it keeps (above) or shows (below), in Open WebUI's order."""
-    gate = GateConfig.for_scale(scale)
+def assess(passages: list[Passage], scale: Scale) -> ChatView:
+    """The gate's decision on Open WebUI's passages (`ragfr.retrieval.gate.decide`, as `ragfr ask`), and the
+    passages it keeps (above) or shows (below), in Open WebUI's order."""
+    gate_cfg = GateConfig.for_scale(scale)
     if scale == "cross-encoder":
         for p in passages:
             p.score = _logit(p.metadata["score"]) if p.metadata.get("score") is not None else None
         tops = [p.score for p in passages if p.score is not None]
     else:
         for p in passages:
-            p.score = float(p.metadata["ragfr_rrf_score"])
-        tops = [float(p.metadata.get("ragfr_top_rrf_score", p.score or 0.0)) for p in passages]
-    top = max(tops, default=None)
-    grounded, reason, kept = judge([(p, p.score) for p in passages], top, gate)
-    kept = kept[:MAX_KEPT]
-    shown = kept if grounded else passages[:MAX_SHOWN]
-    decision = Decision(grounded, scale, top, gate.evidence_threshold, gate.noise_floor, reason,
-                        [{"file": p.file, "chunk": p.metadata.get("ragfr_chunk_id"), "score": p.score,
-                          "rrf_score": p.metadata.get("ragfr_rrf_score")} for p in shown])
-    if not grounded:
-        decision.message = refusal_text(shown)
-    return decision, shown
+            p.score = float(p.metadata[keys.RRF_SCORE])
+        tops = [float(p.metadata.get(keys.TOP_RRF_SCORE, p.score or 0.0)) for p in passages]
+    decision = evidence_gate.decide([(p, p.score) for p in passages], gate_cfg, top=max(tops, default=None))
+    if decision.grounded:
+        return ChatView(decision, decision.kept[:MAX_KEPT])
+    shown = passages[:MAX_SHOWN]
+    return ChatView(decision, shown, refusal_text(shown))
 
 
 def refusal_text(shown: list[Passage]) -> str:
@@ -170,15 +203,15 @@ def refusal_text(shown: list[Passage]) -> str:
     return "\n".join(lines)
 
 
-def _select(sources: list[dict[str, Any]], chosen: list[Passage], decision: Decision,
-            keep_others: bool) -> list[dict[str, Any]]:
-    """Open WebUI's sources reduced to `chosen` passages (same order), each carrying the decision."""
-    wanted = {(p.source, p.index) for p in chosen}
+def _select(sources: list[dict[str, Any]], verdict: ChatView, keep_others: bool) -> list[dict[str, Any]]:
+    """Open WebUI's sources reduced to the verdict's passages (same order), each carrying the decision."""
+    wanted = {(p.source, p.index) for p in verdict.shown}
+    stamp = verdict.source_metadata()
     out = []
     for s, source in enumerate(sources):
         metadatas = source.get("metadata") or []
         docs = source.get("document") or []
-        is_ragfr = any(isinstance(m, dict) and "ragfr_rrf_score" in m for m in metadatas)
+        is_ragfr = any(isinstance(m, dict) and keys.RRF_SCORE in m for m in metadatas)
         if not is_ragfr:
             if keep_others:
                 out.append(source)
@@ -187,7 +220,7 @@ def _select(sources: list[dict[str, Any]], chosen: list[Passage], decision: Deci
         if not idx:
             continue
         reduced = {**source, "document": [docs[i] for i in idx],
-                   "metadata": [{**metadatas[i], **decision.source_metadata()} for i in idx]}
+                   "metadata": [{**metadatas[i], **stamp} for i in idx]}
         if isinstance(source.get("distances"), list):
             reduced["distances"] = [source["distances"][i] for i in idx if i < len(source["distances"])]
         out.append(reduced)
@@ -203,38 +236,30 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
     if not passages and not markers and not (searched and searches_knowledge(metadata.get("files"))):
         return sources
     started = time.perf_counter()
-    chosen: list[Passage]
     try:
-        if markers:
-            decision, chosen = unavailable_decision(markers), []
-        else:
-            decision, chosen = assess(passages, scale_for(reranked))
+        verdict = unavailable_verdict(markers) if markers else assess(passages, scale_for(reranked))
     except Exception as exc:  # fail closed: no evidence we can vouch for, no model call
-        log.exception("ragfr: evidence gate failed; refusing")
-        gate_cfg = GateConfig.for_scale("rrf")
-        decision, chosen = Decision(False, "rrf", None, gate_cfg.evidence_threshold, gate_cfg.noise_floor,
-                                    f"evidence gate error: {type(exc).__name__}", message=REFUSAL), []
-    metadata[METADATA_KEY] = decision.to_json()
-    metrics.gate_decision("chat", decision.grounded)
-    _log(decision, metadata, question, passages, started)
-    if decision.grounded:
-        return _select(sources, chosen, decision, keep_others=True)
-    if not chosen:
+        verdict = error_verdict(exc)
+    metadata[METADATA_KEY] = verdict.to_json()
+    metrics.gate_decision("chat", verdict.decision.grounded)
+    _log(verdict, metadata, question, passages, started)
+    if verdict.decision.grounded:
+        return _select(sources, verdict, keep_others=True)
+    if not verdict.shown:
         # Nothing to show: one citation-less source so the decision still travels with the message.
         return [{"source": {"id": "ragfr-evidence-gate", "name": "ragfr evidence gate"},
-                 "document": [decision.reason], "metadata": [decision.source_metadata()]}]
-    return _select(sources, chosen, decision, keep_others=False)
+                 "document": [verdict.reason], "metadata": [verdict.source_metadata()]}]
+    return _select(sources, verdict, keep_others=False)
 
 
-def _log(decision: Decision, metadata: dict[str, Any], question: str, passages: list[Passage],
+def _log(verdict: ChatView, metadata: dict[str, Any], question: str, passages: list[Passage],
          started: float) -> None:
+    """One JSON line per decision, with the FULL reason (a failure's too, beside its incident id)."""
     log.info(json.dumps({
-        "event": "gate", "decision": "answer" if decision.grounded else "refuse",
-        "scale": decision.scale, "top_score": decision.top_score,
-        "evidence_threshold": decision.evidence_threshold, "noise_floor": decision.noise_floor,
-        "reason": decision.reason, "passages": decision.passages, "query_terms": query_terms(question),
-        "vector_scope": sorted({str(p.metadata["ragfr_vector_scope"]) for p in passages
-                                if p.metadata.get("ragfr_vector_scope")}),
+        "event": "gate", **verdict.decision.summary(), "incident": verdict.incident,
+        "passages": passages_json(verdict.shown), "query_terms": query_terms(question),
+        "vector_scope": sorted({str(p.metadata[keys.VECTOR_SCOPE]) for p in passages
+                                if p.metadata.get(keys.VECTOR_SCOPE)}),
         "chat_id": metadata.get("chat_id") or None, "message_id": metadata.get("message_id"),
         "ms": round((time.perf_counter() - started) * 1000, 3),
     }, ensure_ascii=False, default=str))

@@ -6,9 +6,11 @@ and returns None, and a None sends the question on to the legacy hybrid search, 
 collection into the pod first: under a team's load, the slowest answer of all, with no word in the log.
 Here, while ragfr serves the database:
 
-- a failure never returns None. It returns one marker passage (`UNAVAILABLE_KEY` in its metadata) that the
-  evidence gate (`ragfr.owui.chat_gate`) turns into an honest French message (busy, failed, refused) with
-  no model call; it is logged as one JSON line and counted (`ragfr_chat_search_unavailable`). The only None
+- a failure never returns None. It returns one marker passage (`passage_keys.SEARCH_UNAVAILABLE` in its
+  metadata) that the evidence gate (`ragfr.owui.chat_gate`) turns into an honest French message (busy,
+  failed, refused) with no model call. The analyst sees the kind and a short incident id; the full reason
+  is logged with that id as one JSON line (`search_unavailable`, then the gate's) and counted
+  (`ragfr_chat_search_unavailable`). The only None
   left is where ragfr declines the database (PGVECTOR_PGCRYPTO, logged by the adapter);
 - no re-scoring by embeddings. Without a reranking model, Open WebUI's `RerankCompressor` embeds every
   candidate passage again on every question to re-sort them by cosine; ragfr has already ranked them (RRF),
@@ -27,6 +29,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import time
 import weakref
 from collections import deque
@@ -38,12 +41,11 @@ from typing import Any
 from ragfr import metrics
 from ragfr.errors import ConfigError, first_line
 from ragfr.owui.errors import SearchUnavailable
+from ragfr.retrieval import passage_keys as keys
 from ragfr.retrieval.hybrid import validate_query
 
 log = logging.getLogger("ragfr.owui")
 
-UNAVAILABLE_KEY = "ragfr_search_unavailable"  # the marker passage's metadata: kind (busy, failed, refused)
-REASON_KEY = "ragfr_search_unavailable_reason"
 # Open WebUI merges the results of all collections and keeps the k with the largest distance: the marker's
 # is above any score a passage can have (RRF <= 2/61, a reranker's sigmoid <= 1), so it is never cut.
 MARKER_DISTANCE = 1.0e6
@@ -216,11 +218,18 @@ async def _reranked(owui: OwuiRetrieval, documents: list[Any], query: str, *, em
             "metadatas": [[i[2] for i in items]]}
 
 
-def unavailable_result(collection_name: str, err: SearchUnavailable) -> dict[str, Any]:
-    """One marker passage in Open WebUI's result shape: the gate refuses with the kind's message."""
-    meta = {UNAVAILABLE_KEY: err.kind, REASON_KEY: err.reason, "ragfr_collection": collection_name,
-            "name": "ragfr", "source": "ragfr"}
-    return {"distances": [[MARKER_DISTANCE]], "documents": [[f"ragfr: search {err.kind}: {err.reason}"]],
+def new_incident() -> str:
+    """A short id the analyst can quote and the operator finds in this process's log (8 hex digits)."""
+    return secrets.token_hex(4)
+
+
+def unavailable_result(collection_name: str, err: SearchUnavailable, incident: str) -> dict[str, Any]:
+    """One marker passage in Open WebUI's result shape: the gate refuses with the kind's message. The reason
+    rides along inside the process for the gate's log; the gate never hands it on (no passage survives a
+    marker), and the passage's text holds only the kind and the incident."""
+    meta = {keys.SEARCH_UNAVAILABLE: err.kind, keys.UNAVAILABLE_REASON: err.reason, keys.INCIDENT: incident,
+            keys.COLLECTION: collection_name, "name": "ragfr", "source": "ragfr"}
+    return {"distances": [[MARKER_DISTANCE]], "documents": [[f"ragfr: search {err.kind}: incident {incident}"]],
             "metadatas": [[meta]]}
 
 
@@ -242,6 +251,7 @@ async def query_doc(
         return None
     started = time.perf_counter()
     stage = "setup"
+    incident = ""  # named only on failure
     try:
         try:
             validate_query(query)  # before the embedding: a question refused anyway costs Ollama nothing
@@ -273,11 +283,14 @@ async def query_doc(
     except ConfigError as err:  # a setting of this process (Limits.from_env)
         failure = SearchUnavailable("failed", str(err))
     except Exception as err:
-        log.exception("ragfr: chat search failed at %s for %s", stage, collection_name)
+        incident = new_incident()
+        log.exception("ragfr: chat search failed at %s for %s (incident %s)", stage, collection_name, incident)
         failure = SearchUnavailable("failed", f"{stage}: {type(err).__name__}: {first_line(err)}")
     metrics.chat_search_unavailable(failure.kind)
+    incident = incident or new_incident()
     log.warning(json.dumps({
-        "event": "search_unavailable", "kind": failure.kind, "stage": stage, "reason": failure.reason,
-        "collection": collection_name, "ms": round((time.perf_counter() - started) * 1000, 1),
+        "event": "search_unavailable", "incident": incident, "kind": failure.kind, "stage": stage,
+        "reason": failure.reason, "collection": collection_name,
+        "ms": round((time.perf_counter() - started) * 1000, 1),
     }, ensure_ascii=False))
-    return unavailable_result(collection_name, failure)
+    return unavailable_result(collection_name, failure, incident)

@@ -7,8 +7,9 @@ Everything retrieval-related happens in `ragfr.retrieval.hybrid.search`; this mo
     cross-encoder off because Open WebUI reranks next (RAG_RERANKING_MODEL, RAG_TOP_K_RERANKER);
   - `hybrid_bm25_weight` 1.0 / 0.0 -> one arm only (Open WebUI then sends no vector / wants no keywords);
     between the two, ragfr fuses both arms with plain RRF and the weight is not used;
-  - each hit -> one row of Open WebUI's SearchResult, its metadata extended with `ragfr_*` keys (component
-    ranks and scores, underfill) that travel with the sources to the chat response.
+  - each hit -> one row of Open WebUI's SearchResult, its stored metadata stripped of `ragfr_*` keys and
+    extended with the search's own (ragfr.retrieval.passage_keys: component ranks and scores, underfill),
+    which travel with the sources to the chat's evidence gate and the chat response.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ragfr import metrics
 from ragfr.db.connect import normalize_dsn, redact
 from ragfr.db.filters import from_mapping
+from ragfr.db.vmetadata import without_reserved
 from ragfr.errors import ConfigError, RagfrError, first_line
 from ragfr.owui.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
+from ragfr.retrieval import passage_keys as keys
 from ragfr.retrieval.config import SearchConfig, parse_ef_search
 from ragfr.retrieval.hybrid import SearchTimeoutError
 from ragfr.retrieval.types import SearchResult
@@ -99,24 +102,28 @@ def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> Se
 def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
     hit = result.hits[index]
     extra: dict[str, Any] = {
-        "ragfr_chunk_id": hit.id,
-        "ragfr_rank": index + 1,
-        "ragfr_rrf_score": hit.rrf_score,
-        # The best score of this search, on every hit: Open WebUI keeps only a few of them after its own
-        # re-scoring, and the chat's evidence gate must judge the search, not the survivors.
-        "ragfr_top_rrf_score": result.hits[0].rrf_score,
+        keys.CHUNK_ID: hit.id,
+        keys.RANK: index + 1,
+        keys.RRF_SCORE: hit.rrf_score,
+        keys.TOP_RRF_SCORE: result.hits[0].rrf_score,
         # Every arm's rank and own score (None where it did not return the hit), as in `ragfr search --json`.
-        **{f"ragfr_{arm}_rank": hit.ranks.get(arm) for arm in hit.arm_names()},
-        **{f"ragfr_{arm}_score": hit.scores.get(arm) for arm in hit.arm_names()},
-        "ragfr_embedding_model": result.settings.get("embedding_model"),
-        "ragfr_underfilled": result.underfilled,
+        **{keys.arm_rank(arm): hit.ranks.get(arm) for arm in hit.arm_names()},
+        **{keys.arm_score(arm): hit.scores.get(arm) for arm in hit.arm_names()},
+        keys.EMBEDDING_MODEL: result.settings.get("embedding_model"),
+        keys.UNDERFILLED: result.underfilled,
         # What the vector arm's answer depended on (ArmReport.scope): "collections" when the knowledge base
         # was scored exactly, so no other upload can change it; the chat's gate log repeats it.
-        "ragfr_vector_scope": next((a.scope for a in result.arms.values() if a.scope), None),
+        keys.VECTOR_SCOPE: next((a.scope for a in result.arms.values() if a.scope), None),
     }
     if result.underfilled:
-        extra["ragfr_underfill_reason"] = result.underfill_reason
+        extra[keys.UNDERFILL_REASON] = result.underfill_reason
     return extra
+
+
+def hit_metadata(result: SearchResult, index: int) -> dict[str, Any]:
+    """A hit's stored metadata without any `ragfr_` key (a document may not speak for the gate: a chunk
+    stored before the upload path dropped them still holds them), then the search's own keys."""
+    return {**without_reserved(result.hits[index].metadata), **ranks_metadata(result, index)}
 
 
 def to_owui(results: list[SearchResult], result_type: Any) -> Any:
@@ -124,7 +131,7 @@ def to_owui(results: list[SearchResult], result_type: Any) -> Any:
     return result_type(
         ids=[[h.id for h in r.hits] for r in results],
         documents=[[h.text for h in r.hits] for r in results],
-        metadatas=[[{**(h.metadata or {}), **ranks_metadata(r, i)} for i, h in enumerate(r.hits)] for r in results],
+        metadatas=[[hit_metadata(r, i) for i in range(len(r.hits))] for r in results],
         distances=[[h.rrf_score for h in r.hits] for r in results],
     )
 

@@ -31,7 +31,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from enum import StrEnum
+from typing import Any, Generic, Literal, TypeVar
 
 from ragfr.retrieval.types import Hit
 
@@ -67,16 +68,45 @@ class GateConfig:
         )
 
 
+class Outcome(StrEnum):
+    """What the gate lets happen next. A new outcome (e.g. answer with a caution) is one member here; callers
+    that only ask "is the model called?" read `Decision.grounded`."""
+
+    ANSWER = "answer"  # the chat model is called with the kept passages
+    REFUSE = "refuse"  # no model call: a fixed message and the closest passages
+
+
 @dataclass
-class Evidence:
-    grounded: bool
+class Decision(Generic[T]):
+    """THE gate's result, for `ragfr ask` (T = Hit) and Open WebUI's chat (T = its passage), which only
+    translates it for Open WebUI (ragfr.owui.chat_gate). `outcome` and `reason` are the decision; the rest is
+    the evidence it was read from, printed by `ragfr ask --json` and the chat's gate log."""
+
+    outcome: Outcome
+    reason: str
     scale: Scale
     top_score: float | None
-    noise_floor: float
     evidence_threshold: float
-    kept: list[Hit] = field(default_factory=list)
-    scores: list[tuple[str, float]] = field(default_factory=list)  # every hit's score, for the diagnostic
-    reason: str = ""
+    noise_floor: float
+    kept: list[T] = field(default_factory=list)  # at or above the noise floor, in the search's order
+    scored: list[tuple[T, float | None]] = field(default_factory=list)  # every candidate with its score
+
+    @property
+    def grounded(self) -> bool:
+        """Whether the chat model is called."""
+        return self.outcome is not Outcome.REFUSE
+
+    @classmethod
+    def refused_unjudged(cls, reason: str, gate: GateConfig | None = None) -> Decision[T]:
+        """A refusal with no search to judge (the search did not run, the gate itself failed): no score."""
+        gate = gate or GateConfig.for_scale("rrf")
+        return cls(Outcome.REFUSE, reason, gate.scale, None, gate.evidence_threshold, gate.noise_floor)
+
+    def summary(self) -> dict[str, Any]:
+        """The decision without its items: what every surface logs and reports."""
+        return {"decision": self.outcome.value, "grounded": self.grounded, "reason": self.reason,
+                "scale": self.scale, "top_score": self.top_score,
+                "evidence_threshold": self.evidence_threshold, "noise_floor": self.noise_floor}
 
 
 def scale_for(reranked: bool) -> Scale:
@@ -95,28 +125,31 @@ def score_of(hit: Hit, scale: Scale) -> float:
     return hit.rrf_score
 
 
-def decide(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[bool, str]:
-    """(grounded, reason) from the best score and whether any hit clears the noise floor."""
+def _verdict(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[Outcome, str]:
+    """(outcome, reason) from the best score and whether any hit clears the noise floor."""
     if top is None:
-        return False, "no passage matched the query"
+        return Outcome.REFUSE, "no passage matched the query"
     if top < gate.evidence_threshold:
-        return False, f"best {gate.scale} score {top:.5f} is below the evidence threshold {gate.evidence_threshold:.5f}"
+        return (Outcome.REFUSE,
+                f"best {gate.scale} score {top:.5f} is below the evidence threshold {gate.evidence_threshold:.5f}")
     if not any_kept:
-        return False, "every passage is below the noise floor"
-    return True, f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
+        return Outcome.REFUSE, "every passage is below the noise floor"
+    return Outcome.ANSWER, f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
 
 
-def judge(scored: Sequence[tuple[T, float | None]], top: float | None, gate: GateConfig) -> tuple[bool, str, list[T]]:
-    """The one decision of `ragfr ask` (`assess`) and the chat (`ragfr.owui.chat_gate`): (grounded, reason, the
-    items at or above the noise floor, in their order). `top` is the search's best score, which the chat reads
-    off every passage because Open WebUI may have dropped the best one before the gate sees them."""
+def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: float | None = None) -> Decision[T]:
+    """The one decision of `ragfr ask` (through `assess`) and of the chat (`ragfr.owui.chat_gate`), on the
+    candidates in their order with their score on `gate.scale` (None: not scored on it). `top` is the search's
+    best score, by default the best of `scored`; the chat passes the one ragfr stamped on every passage,
+    because Open WebUI may have dropped the best passage before the gate sees them."""
+    scored = list(scored)
+    if top is None:
+        top = max((s for _, s in scored if s is not None), default=None)
     kept = [item for item, score in scored if score is not None and score >= gate.noise_floor]
-    grounded, reason = decide(top, bool(kept), gate)
-    return grounded, reason, kept
+    outcome, reason = _verdict(top, bool(kept), gate)
+    return Decision(outcome, reason, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept, scored)
 
 
-def assess(hits: list[Hit], gate: GateConfig) -> Evidence:
-    scores = [(h.id, score_of(h, gate.scale)) for h in hits]
-    top = max((s for _, s in scores), default=None)
-    grounded, reason, kept = judge([(h, s) for h, (_, s) in zip(hits, scores, strict=True)], top, gate)
-    return Evidence(grounded, gate.scale, top, gate.noise_floor, gate.evidence_threshold, kept, scores, reason)
+def assess(hits: list[Hit], gate: GateConfig) -> Decision[Hit]:
+    """`ragfr ask`'s decision on a search's hits (and the tools' that replay it)."""
+    return decide([(h, score_of(h, gate.scale)) for h in hits], gate)

@@ -23,7 +23,8 @@ EXEMPT = {BENCHMARKS, *(REPO / "docs" / "decisions").glob("*.md")}
 
 def current_figures() -> set[str]:
     text = BENCHMARKS.read_text(encoding="utf-8")
-    table = text[text.index("## Current figures"):text.index("## Appendix")]
+    start = text.index("## Current figures")
+    table = text[start:text.index("\n## ", start)]  # up to the next section
     figures: set[str] = set()
     for line in table.splitlines():
         cells = line.split("|")

@@ -11,8 +11,8 @@ from document_chunk in one transaction, under the lock every text writer's trigg
 
 The comparison reads one REPEATABLE READ snapshot and takes no lock: a writer's rows and its trigger's
 index changes commit together, so every snapshot of a sound index is consistent. It reads every chunk of
-the collection and re-analyses its text (ragfr_to_tsvector), which is most of the cost: 43 s for 10k chunks
-of 120 words on 2 busy cores, 7-9 s without the re-analysis (`text=False`).
+the collection and re-analyses its text (ragfr_to_tsvector), which is most of the cost: several times the
+time without the re-analysis (`text=False`; both measured per 10k chunks in docs/runbooks/chart-upgrade.md).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ import numpy.typing as npt
 
 # First read: whole terms, by decreasing bound, up to this many postings (at least one term). At 100k
 # chunks a bench question's terms hold 8.4k postings on average: reading them at once (two round trips)
-# measured p95 7.3 ms against 8.6 ms with a first read of 8,192 (docs/benchmarks.md). The bounds pay off
-# beyond that: common words in larger corpora.
+# measured faster at p95 than a first read of 8,192 in a one-off run (the dated log, `git show
+# 71a1400:docs/benchmarks.md`, "Early termination, honestly"). The bounds pay off beyond that: common words in
+# larger corpora.
 FIRST_READ_POSTINGS = 32768
 # Summing scores per docno through an array indexed by docno (no sort) while the largest docno stays
 # within this many per posting read (plus a floor): docnos are dense, but edits renumber chunk versions.

@@ -12,10 +12,11 @@ Exact is the cheaper one exactly when n <= max(r * ef_search, sqrt(r * depth * N
 (the first term covers n large enough that the walk is no longer than an unfiltered one; the second the
 selective filters, where the walk grows as the filter narrows).
 
-r was measured at 100k chunks of 1024 dims on the half-precision index (docs/benchmarks.md, "Filtered
-search: the cost rule"): an exactly scored row costs about 6 us (its heap row found through the metadata
-GIN index, its vector read from TOAST: random reads), a visited candidate of the walk 60-75 us (7.5 ms
-for an unfiltered walk of ef_search 100, 31 ms for the 500 candidates a 10 % filter needs), so r = 10.
+r was measured at 100k chunks of 1024 dims on the half-precision index (`python -m
+ragfr_tools.bench.filtercost`; per-row and per-visit costs and r by filter class in
+docs/bench/filter-cost-lowrank-100k-halfvec.json): an exactly scored row is a random read (its heap row
+found through the metadata GIN index, its vector read from TOAST), a visited candidate of the walk costs
+about ten of them at the 10 % class, where the choice is close, so r = 10.
 At the defaults (ef_search 100, depth 50) the threshold is 1,000 rows up to 2,000 indexed rows, 7,071 at
 100k and 22,360 at 1M: at 100k a 1 % filter is scored exactly and a 10 % filter walks the graph.
 
@@ -51,8 +52,8 @@ def exact_threshold(indexed: int, depth: int, ef_search: int, cost_ratio: float)
 #                  filter in rank order, one primary-key probe per candidate, until `depth` pass: about
 #                  depth * N / n probes of c_probe each, on top of the unfiltered arm's cost.
 # Equal when n = sqrt(r * depth * N), r = c_probe / c_row. Measured at 100k chunks by
-# `python -m ragfr_tools.bench.lexfilter` (docs/benchmarks.md, "the 10 % filter at 100k, second pass"):
-# r = 2.6 from the 1 % class, 5.6 from the 10 % class, where the choice matters; r = 5: at 100k the
+# `python -m ragfr_tools.bench.lexfilter` (c_row, c_probe and r by filter class in
+# docs/bench/lexical-filter-cost-100k.json; the 10 % class, where the choice matters, sets it): r = 5: at 100k the
 # threshold is 5,000 passing rows (a 1 % filter scores first, a 10 % one walks), at 1M 15,811.
 
 

@@ -47,8 +47,8 @@ class RagfrCase:
 # The planner costs a cosine distance like any operator, so on small tables it prefers sorting every row
 # over walking the HNSW graph even when ragfr chose the "hnsw" strategy; disabling sorts for the call
 # shows what the arm costs when the index is really used. Vector arm only: the BM25 statement needs its
-# sort, and with sorts disabled the planner picks far slower plans for it (332 ms instead of 16 ms at
-# 10k in one run), so a "hybrid, HNSW forced" case would measure that artefact.
+# sort, and with sorts disabled the planner picks far slower plans for it (an order of magnitude at 10k in
+# one run), so a "hybrid, HNSW forced" case would measure that artefact.
 FORCE_HNSW = "SET LOCAL enable_sort = off"
 
 

@@ -64,7 +64,7 @@ PRESETS: dict[str, Hyper] = {
     # Run 1 with the mean head (the experiment that showed it learns): 6 layers, 500 questions, lr 1e-4.
     "e5s6-mean-500q": Hyper(head="mean", lr=1e-4),
     # Final run started 2026-12-02 15:2x: mean pooling head, 12 layers, 1,000 questions (250 steps) at lr 1e-4.
-    # Quiet machine: ~5 s/step x 250 = 21 min + mining 2 + evaluation 6; busy (x2.5): about 75 min.
+    # Wall times per step and per run: docs/reranker.md ("Sizing and wall times measured here", "Run 3").
     "e5s12-mean-1000q": Hyper(layers=12, head="mean", train_questions=1000, lr=1e-4),
 }
 DEFAULT_PRESET = "e5s12-mean-1000q"  # the best-founded run; the others stay reproducible by name

@@ -25,7 +25,7 @@ never switched off, and an optional first admin from a Secret.
 {{- fail "openwebui.extraEnv: WEBUI_AUTH is set to true by the chart; remove it" -}}
 {{- end -}}
 {{- end -}}
-{{- /* ENABLE_SIGNUP is in the container's env too (ragfr.auth.env): an extraEnv entry would duplicate it there. */ -}}
+{{- /* ENABLE_SIGNUP is in the container's env too (openwebui-deployment.yaml): an extraEnv entry would duplicate it there. */ -}}
 {{- range $w.extraEnv -}}
 {{- if eq .name "ENABLE_SIGNUP" -}}
 {{- fail "openwebui.extraEnv: ENABLE_SIGNUP is set by the chart (false, from files/openwebui-env.yaml); to open sign-up knowingly, set openwebui.env.ENABLE_SIGNUP instead" -}}
@@ -46,33 +46,3 @@ never switched off, and an optional first admin from a Secret.
 {{- end -}}
 {{- end -}}
 
-{{/* WEBUI_AUTH and ENABLE_SIGNUP in the container's env: env wins over envFrom for the same name, so no
-     extraEnvFrom Secret or ConfigMap (which the chart cannot read) can switch authentication off or open
-     sign-up. ENABLE_SIGNUP is the settings file's value (false), or openwebui.env.ENABLE_SIGNUP when the
-     operator sets it: the one explicit way to open sign-up. */}}
-{{- define "ragfr.auth.env" -}}
-{{- $signup := get (.Files.Get "files/openwebui-env.yaml" | fromYaml) "ENABLE_SIGNUP" -}}
-{{- if hasKey .Values.openwebui.env "ENABLE_SIGNUP" -}}{{- $signup = index .Values.openwebui.env "ENABLE_SIGNUP" -}}{{- end }}
-- name: WEBUI_AUTH
-  value: "true"
-- name: ENABLE_SIGNUP
-  value: {{ toString $signup | quote }}
-{{- end -}}
-
-{{/* env entries of the first admin (Open WebUI creates it at start when no user exists yet). */}}
-{{- define "ragfr.auth.adminEnv" -}}
-{{- with .Values.openwebui.admin.existingSecret }}
-- name: WEBUI_ADMIN_EMAIL
-  valueFrom:
-    secretKeyRef:
-      name: {{ . }}
-      key: admin-email
-- name: WEBUI_ADMIN_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ . }}
-      key: admin-password
-- name: WEBUI_ADMIN_NAME
-  value: {{ $.Values.openwebui.admin.name | quote }}
-{{- end }}
-{{- end -}}

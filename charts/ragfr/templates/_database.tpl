@@ -3,7 +3,7 @@ Database connection, one definition for the three modes (internal ragdb, externa
 No URL ever holds a password. Kubernetes' $(VAR) expansion cannot percent-encode, so a password pasted
 into a URL breaks it as soon as it holds `@ / ? # %`, a quote or a space. The password reaches libpq on
 its own instead: PGPASSWORD from the Secret for the ragfr containers (one database each), a libpq password
-file written by an init container for Open WebUI (two databases, two passwords; ragfr.db.passfile*).
+file written by an init container for Open WebUI (two databases, two passwords; db-passfile in openwebui-deployment.yaml).
 */}}
 
 {{- define "ragfr.db.cnpgCluster" -}}
@@ -132,59 +132,6 @@ sslmode: {{ .sslmode }}
   value: {{ include "ragfr.db.url" . | quote }}
 {{- end -}}
 
-{{/* Where Open WebUI's containers find the libpq password file (an in-memory emptyDir). */}}
-{{- define "ragfr.db.passfileDir" -}}/run/ragfr-db{{- end -}}
-{{- define "ragfr.db.passfilePath" -}}{{ include "ragfr.db.passfileDir" . }}/pgpass{{- end -}}
-
-{{/* The role Open WebUI connects to ragfr's database as: the least-privilege database.ragfr.appUser, or,
-     with openwebui.patch.enabled=false, the owner. Stock Open WebUI runs CREATE INDEX IF NOT EXISTS on
-     document_chunk at every start, which PostgreSQL refuses to a non-owner even when the index exists;
-     only the patch (patches/open-webui, ragfr.owui.schema) skips that DDL. */}}
-{{- define "ragfr.db.openwebuiVectorDb" -}}
-{{- ternary "app" "ragfr" .Values.openwebui.patch.enabled -}}
-{{- end -}}
-
-{{/* Open WebUI's two connection URLs, password-less: PGVECTOR_DB_URL (ragfr's database as the role above,
-     with the writer model of migration 0009) and DATABASE_URL (Open WebUI's own). Shared by the container
-     and the init container that writes their password file, so the file's lines match the URLs exactly. */}}
-{{- define "ragfr.db.openwebuiUrlEnv" -}}
-- name: PGVECTOR_DB_URL
-  value: {{ include "ragfr.db.url" (dict "root" . "db" (include "ragfr.db.openwebuiVectorDb" .) "query" (include "ragfr.db.writerModelQuery" .)) | quote }}
-- name: DATABASE_URL
-  value: {{ include "ragfr.db.url" (dict "root" . "db" "openwebui") | quote }}
-{{- end -}}
-
-{{/* Init container writing Open WebUI's libpq password file: one line per database, each password from
-     its Secret, escaped as libpq's password file requires. libpq reads only a file its owner alone can read
-     (0600), and a root with every capability dropped cannot read another user's, so this container runs as
-     EXACTLY the Open WebUI container's user: its runAsUser if the values set one, else 0, the stock image's
-     user (without it, the ragfr image's own non-root USER would own the file; the cluster smoke found it). */}}
-{{- define "ragfr.db.passfileContainer" -}}
-- name: db-passfile
-  image: {{ include "ragfr.image" (dict "root" . "image" .Values.migrations.image) }}
-  imagePullPolicy: {{ include "ragfr.imagePullPolicy" (dict "root" . "image" .Values.migrations.image) }}
-  command: ["ragfr", "pgpass", "--out", {{ include "ragfr.db.passfilePath" . | quote }}, "--entry", "PGVECTOR_DB_URL=RAGFR_DB_PASSWORD", "--entry", "DATABASE_URL=OPENWEBUI_DB_PASSWORD"]
-  env:
-    {{- include "ragfr.db.openwebuiUrlEnv" . | nindent 4 }}
-    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" (include "ragfr.db.openwebuiVectorDb" .) "var" "RAGFR_DB_PASSWORD") | nindent 4 }}
-    {{- include "ragfr.db.passwordEnv" (dict "root" . "db" "openwebui" "var" "OPENWEBUI_DB_PASSWORD") | nindent 4 }}
-    - name: HOME
-      value: /tmp
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  securityContext:
-    {{- $uid := 0 }}
-    {{- with .Values.openwebui.podSecurityContext.runAsUser }}{{ $uid = . }}{{ end }}
-    {{- with .Values.openwebui.securityContext.runAsUser }}{{ $uid = . }}{{ end }}
-    {{- toYaml (merge (dict "readOnlyRootFilesystem" true "runAsUser" $uid) (deepCopy .Values.openwebui.securityContext)) | nindent 4 }}
-  volumeMounts:
-    - name: db-credentials
-      mountPath: {{ include "ragfr.db.passfileDir" . }}
-    - name: tmp
-      mountPath: /tmp
-{{- end -}}
-
 {{/* libpq variables for psql-based waits (the ragdb image is the client everywhere). */}}
 {{- define "ragfr.db.pgEnv" -}}
 {{- $c := include "ragfr.db.conn" (dict "root" .root "db" "ragfr") | fromYaml -}}
@@ -263,13 +210,6 @@ sslmode: {{ .sslmode }}
     - name: WAIT_TIMEOUT_SECONDS
       value: {{ .root.Values.migrations.waitTimeoutSeconds | quote }}
   {{- include "ragfr.smallContainer" .root | nindent 2 }}
-{{- end -}}
-
-{{/* Open WebUI names the model of every vector it writes: migration 0009 refuses a vector whose stated model
-     is not the active embedding space's (a pod left on an old model after an embedding migration). The
-     value is libpq's `options`, percent-encoded: -c ragfr.writer_model=ollama:<embedding.model>. */}}
-{{- define "ragfr.db.writerModelQuery" -}}
-{{- printf "options=%s" (printf "-c ragfr.writer_model=ollama:%s" .Values.embedding.model | urlquery | replace "+" "%20") -}}
 {{- end -}}
 
 {{/*

@@ -27,39 +27,8 @@ names and the chart's label prefixes are refused, and probe overrides change tim
 {{- end -}}
 {{- end -}}
 
-{{/* Pod template metadata: chart labels + podLabels, then annotations (chart's, then podAnnotations). */}}
-{{- define "ragfr.extras.podLabels" -}}
-{{- with .podLabels }}
-{{ toYaml . }}
-{{- end }}
-{{- end -}}
-
-{{- define "ragfr.extras.podAnnotations" -}}
-{{- with .podAnnotations }}
-{{ toYaml . }}
-{{- end }}
-{{- end -}}
-
-{{/* env entries appended after the chart's (Kubernetes lets a later entry win, hence checkEnv). */}}
-{{- define "ragfr.extras.env" -}}
-{{- with .extraEnv }}
-{{ toYaml . }}
-{{- end }}
-{{- end -}}
-
-{{- define "ragfr.extras.envFrom" -}}
-{{- with .extraEnvFrom }}
-{{ toYaml . }}
-{{- end }}
-{{- end -}}
-
 {{/* A probe: the chart's default (YAML text) with the user's timing fields merged over it. */}}
 {{- define "ragfr.extras.probe" -}}
 {{- toYaml (mergeOverwrite (.default | fromYaml) (deepCopy (.override | default dict))) -}}
 {{- end -}}
 
-{{- define "ragfr.extras.runtimeClass" -}}
-{{- with .runtimeClassName }}
-runtimeClassName: {{ . }}
-{{- end }}
-{{- end -}}

@@ -17,7 +17,7 @@ the extra volumes: each refusal names the value to change.
 {{- end -}}
 {{- $extra = append $extra $v.name -}}
 {{- end -}}
-{{- $chartPaths := list "/app/backend/data" "/opt/hf-cache" "/tmp" (include "ragfr.db.passfileDir" .) "/opt/ragfr/site" -}}
+{{- $chartPaths := list "/app/backend/data" "/opt/hf-cache" "/tmp" "/run/ragfr-db" "/opt/ragfr/site" -}}
 {{- range $i, $m := $w.extraVolumeMounts -}}
 {{- if not (has $m.name $extra) -}}
 {{- fail (printf "openwebui.extraVolumeMounts[%d].name=%s is not in openwebui.extraVolumes: add the volume there" $i $m.name) -}}

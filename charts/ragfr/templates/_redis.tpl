@@ -8,19 +8,6 @@ the Secret's URL, so its NetworkPolicy opens redis.externalPort.
 {{- if and (not .Values.redis.enabled) .Values.redis.existingSecret -}}true{{- end -}}
 {{- end -}}
 
-{{/* Open WebUI's Redis URL variables from the Secret (nothing without redis.existingSecret). */}}
-{{- define "ragfr.redis.secretEnv" -}}
-{{- if include "ragfr.redis.fromSecret" . -}}
-{{- range $var := list "WEBSOCKET_REDIS_URL" "REDIS_URL" }}
-- name: {{ $var }}
-  valueFrom:
-    secretKeyRef:
-      name: {{ $.Values.redis.existingSecret }}
-      key: {{ $.Values.redis.urlKey }}
-{{- end }}
-{{- end -}}
-{{- end -}}
-
 {{/* The port the redis-clients NetworkPolicy opens to an external Redis; empty without one. */}}
 {{- define "ragfr.redis.externalPort" -}}
 {{- $r := .Values.redis -}}

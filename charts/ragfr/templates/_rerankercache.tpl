@@ -14,12 +14,6 @@ and loads offline.
 {{- .Values.openwebui.reranker.cache.existingClaim | default (include "ragfr.componentName" (dict "root" . "component" "reranker-cache")) -}}
 {{- end -}}
 
-{{/* "true" when a ReadWriteOnce volume ties Open WebUI's pod to one node (a rolling update would hang). */}}
-{{- define "ragfr.openwebui.rwoVolume" -}}
-{{- $w := .Values.openwebui -}}
-{{- if or (has "ReadWriteOnce" $w.persistence.accessModes) (and (include "ragfr.rerankerCache.enabled" .) (has "ReadWriteOnce" $w.reranker.cache.accessModes)) -}}true{{- end -}}
-{{- end -}}
-
 {{- define "ragfr.rerankerCache.check" -}}
 {{- $w := .Values.openwebui -}}
 {{- $c := $w.reranker.cache -}}

@@ -39,6 +39,30 @@ app.kubernetes.io/part-of: ragfr
 {{- end }}
 {{- end -}}
 
+{{/* Names of the database's objects, which several templates refer to: the CloudNativePG Cluster, the
+     internal ragdb's Secret, Open WebUI's managed role's Secret in cnpg mode (kubernetes.io/basic-auth). */}}
+{{- define "ragfr.db.cnpgCluster" -}}
+{{- include "ragfr.componentName" (dict "root" . "component" "db") -}}
+{{- end -}}
+
+{{- define "ragfr.db.internalSecret" -}}
+{{- default (include "ragfr.componentName" (dict "root" . "component" "ragdb")) .Values.ragdb.auth.existingSecret -}}
+{{- end -}}
+
+{{- define "ragfr.db.cnpgAppSecret" -}}
+{{- default (include "ragfr.componentName" (dict "root" . "component" "db-approle")) .Values.database.cnpg.appRoleSecret -}}
+{{- end -}}
+
+{{/* TLS (database.tls). The Secret holding ca.crt for the clients, and, in internal mode, ragdb's
+     tls.crt / tls.key: the operator's, or the one cert-manager issues (ragdb-certificate.yaml). */}}
+{{- define "ragfr.db.tlsSecret" -}}
+{{- $t := .Values.database.tls -}}
+{{- if $t.existingSecret -}}{{ $t.existingSecret }}
+{{- else if eq .Values.database.mode "cnpg" -}}{{ printf "%s-ca" (include "ragfr.db.cnpgCluster" .) }}
+{{- else -}}{{ include "ragfr.componentName" (dict "root" . "component" "ragdb-tls") }}
+{{- end -}}
+{{- end -}}
+
 {{/*
 Image reference: [global.imageRegistry/]repository:tag, the tag defaulting to the chart appVersion; the
 registry, when set, replaces the repository's own registry part.

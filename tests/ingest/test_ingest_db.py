@@ -117,6 +117,12 @@ def test_refusals(dsn: str) -> None:
         e5 = load_embedder(E5, cache=False)
         with pytest.raises(ConfigError, match="reserved metadata key.*source"):
             ingest_documents(conn, "c", [doc], e5, progress=False, metadata={"source": "x"})
+        # The chat's evidence gate reads ragfr_ keys: no document may store one (issue 38), whatever the case.
+        with pytest.raises(ConfigError, match="ragfr_search_unavailable.*reserved for what the chat's evidence"):
+            ingest_documents(conn, "c", [doc], e5, progress=False, metadata={"ragfr_search_unavailable": "failed"})
+        gated = Document(text=ARTICLES[0], source="/data/a.txt", metadata={"RAGFR_rrf_score": 1.0})
+        with pytest.raises(ConfigError, match="a.txt sets metadata key.*RAGFR_rrf_score"):
+            ingest_documents(conn, "c", [gated], e5, progress=False)
         with pytest.raises(ConfigError, match="collection name"):
             ingest_documents(conn, " ", [doc], e5, progress=False)
         with pytest.raises(ConfigError, match="appears twice"):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 
-def make_pdf(pages: list[list[str]]) -> bytes:
-    """One PDF page per entry; each entry is the lines of that page ([] gives a page with no text)."""
+def make_pdf(pages: list[list[str]], info: dict[str, str] | None = None) -> bytes:
+    """One PDF page per entry; each entry is the lines of that page ([] gives a page with no text). `info`: the
+    document Info dictionary (name -> text, e.g. {"Author": ...}), which PDF readers report as metadata."""
     objects: list[bytes] = []
     page_ids = [4 + 2 * i for i in range(len(pages))]
     objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
@@ -23,6 +24,9 @@ def make_pdf(pages: list[list[str]]) -> bytes:
             b"/Contents " + str(pid + 1).encode() + b" 0 R >>"
         )
         objects.append(b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream")
+    if info:
+        entries = b" ".join(b"/" + name.encode("ascii") + b" " + _pdf_string(value) for name, value in info.items())
+        objects.append(b"<< " + entries + b" >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -31,5 +35,11 @@ def make_pdf(pages: list[list[str]]) -> bytes:
     xref = len(out)
     out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
     out += b"".join(f"{off:010d} 00000 n \n".encode() for off in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    info_ref = f" /Info {len(objects)} 0 R" if info else ""
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{info_ref} >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
+
+
+def _pdf_string(text: str) -> bytes:
+    escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return b"(" + escaped.encode("cp1252") + b")"

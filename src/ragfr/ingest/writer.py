@@ -13,6 +13,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ragfr import metrics
+from ragfr.db.vmetadata import RESERVED_PREFIX, reserved_keys
 from ragfr.embed import Embedder, check_space, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError, first_line
 from ragfr.ingest.chunking import Chunk, ChunkConfig, check_chunk_size, chunk_text
@@ -129,6 +130,14 @@ def _check_metadata(meta: Mapping[str, Any], where: str) -> None:
         raise ConfigError(
             f"{where} sets reserved metadata key(s) {', '.join(clash)}; ragfr fills "
             f"{', '.join(sorted(RESERVED_KEYS))} itself"
+        )
+    # Refused rather than dropped: the operator wrote them (--meta, a JSON line), and a silent drop would hide
+    # a metadata filter that can never match. Open WebUI's uploads drop them instead (ragfr.owui.vectors).
+    gate_keys = reserved_keys(meta)
+    if gate_keys:
+        raise ConfigError(
+            f"{where} sets metadata key(s) {', '.join(gate_keys)}: keys starting with {RESERVED_PREFIX!r} are "
+            "reserved for what the chat's evidence gate reads, never stored with a chunk; rename them"
         )
 
 

@@ -1,11 +1,18 @@
-"""Dimension check for vectors entering or querying document_chunk through Open WebUI."""
+"""What enters or queries document_chunk through Open WebUI: the vectors' dimension, and no `ragfr_` key in a
+chunk's metadata."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ragfr import metrics
+from ragfr.db.vmetadata import reserved_keys, without_reserved
 from ragfr.owui.errors import VectorLengthError
+
+log = logging.getLogger("ragfr.owui")
 
 
 def require_vector_length(vector: Sequence[float], expected: int) -> list[float]:
@@ -23,3 +30,24 @@ def require_vector_length(vector: Sequence[float], expected: int) -> list[float]
             "of the database; refusing to pad or truncate (change models with `ragfr embeddings migrate`)"
         )
     return list(vector)
+
+
+def without_reserved_metadata(items: Sequence[Any], collection_name: str) -> list[Any]:
+    """Open WebUI's chunks about to be written, each without any `ragfr_` metadata key (ragfr.db.vmetadata).
+
+    Open WebUI stores what its loaders read: its PDF loader copies every key of the file's Info dictionary,
+    so a PDF holding `/ragfr_search_unavailable` would store a key the chat's evidence gate reads. The
+    adapter drops such keys when reading too; here they never reach the table. Logged, with the keys."""
+    out: list[Any] = []
+    dropped: set[str] = set()
+    for item in items:
+        meta = item.get("metadata") if isinstance(item, Mapping) else None
+        found = reserved_keys(meta) if isinstance(meta, Mapping) else []
+        if found:
+            dropped.update(found)
+            item = {**item, "metadata": without_reserved(meta)}
+        out.append(item)
+    if dropped:
+        log.warning(json.dumps({"event": "reserved_metadata_dropped", "collection": collection_name,
+                                "keys": sorted(dropped)}, ensure_ascii=False))
+    return out

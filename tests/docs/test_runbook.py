@@ -28,7 +28,8 @@ from tests.support.embmigrate import SOURCE, TARGET, owui_insert
 from tests.support.embmigrate_corpus import chunks
 from tests.support.paths import REPO
 
-from ragfr.embmigrate.runner import MigrateOptions, migrate
+from ragfr.embmigrate.options import MigrateOptions
+from ragfr.embmigrate.runner import migrate
 
 RUNBOOK = REPO / "docs" / "runbooks" / "embedding-migration.md"
 N_CHUNKS = 12

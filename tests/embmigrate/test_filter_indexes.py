@@ -13,6 +13,9 @@ from ragfr.db import filter_indexes
 from ragfr.db.filters import Condition
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
+from ragfr.embmigrate.finalize import finalize
+from ragfr.embmigrate.options import MigrateOptions
+from ragfr.embmigrate.rollback import rollback
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 
@@ -29,8 +32,8 @@ def _declared(source_db: Callable[[int], str]) -> str:
     return dsn
 
 
-def _opts(dsn: str, **kw: object) -> runner.MigrateOptions:
-    return runner.MigrateOptions(dsn=dsn, to=TARGET, progress=False, **kw)  # type: ignore[arg-type]
+def _opts(dsn: str, **kw: object) -> MigrateOptions:
+    return MigrateOptions(dsn=dsn, to=TARGET, progress=False, **kw)  # type: ignore[arg-type]
 
 
 def test_the_new_space_has_the_declared_graphs_from_the_switch_on(source_db) -> None:
@@ -50,7 +53,7 @@ def test_the_new_space_has_the_declared_graphs_from_the_switch_on(source_db) -> 
                         config=SearchConfig(k=6, lexical=False, semantic_depth=6, exact_threshold=1))
         assert result.arms["semantic"].filter_index == NAME and len(result.hits) == 6
         assert filter_indexes.sync(conn).built == []  # nothing left for sync to do
-    assert runner.finalize(dsn, print) == 0
+    assert finalize(dsn, print) == 0
     indexes = snapshot(dsn)["indexes"]
     assert NAME + "_prev" not in indexes and "(vector)::halfvec(384)" in indexes[NAME]
 
@@ -59,7 +62,7 @@ def test_a_rollback_gives_the_old_space_its_graphs_back(source_db) -> None:
     dsn = _declared(source_db)
     before = snapshot(dsn)["indexes"]
     assert runner.migrate(_opts(dsn), print) == 0
-    assert runner.rollback(dsn, print, progress=False) == 0
+    assert rollback(dsn, print, progress=False) == 0
     assert snapshot(dsn)["indexes"] == before
 
 
@@ -71,6 +74,6 @@ def test_sync_leaves_the_indexes_alone_while_a_migration_is_open(source_db) -> N
         report = filter_indexes.sync(conn)
         assert report.built == [] and report.skipped and "is open" in report.skipped
         assert [d.state for d in filter_indexes.listing(conn)] == ["ready", "missing"]
-    assert runner.rollback(dsn, print, progress=False) == 0
+    assert rollback(dsn, print, progress=False) == 0
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert filter_indexes.sync(conn).built == [filter_indexes.index_name("type", "notice")]

@@ -47,7 +47,9 @@ def _wait_for_backends_gone(dsn: str, timeout: float = 20.0) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         while time.monotonic() < deadline:
             row = conn.execute(
+                # This database's only: the cluster is shared with other tests (and test runs) migrating theirs.
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'ragfr embeddings%'"
+                " AND datname = current_database()"
             ).fetchone()
             if row == (0,):
                 return

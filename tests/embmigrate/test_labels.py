@@ -16,13 +16,18 @@ from tests.support.embmigrate import SOURCE, TARGET, owui_insert, run_cli
 from ragfr import stop
 from ragfr.cli import main as cli_main
 from ragfr.embmigrate import labels, runner
+from ragfr.embmigrate.errors import MigrationStateError
+from ragfr.embmigrate.finalize import finalize
+from ragfr.embmigrate.options import MigrateOptions
+from ragfr.embmigrate.rollback import rollback
 from ragfr.embmigrate.state import Phase
+from ragfr.embmigrate.status import status
 
 OTHER = {"engine": "openai", "model": "text-embedding-3-small"}  # a label no migration of ours wrote
 
 
-def _opts(dsn: str) -> runner.MigrateOptions:
-    return runner.MigrateOptions(dsn=dsn, to=TARGET, batch=8, progress=False)
+def _opts(dsn: str) -> MigrateOptions:
+    return MigrateOptions(dsn=dsn, to=TARGET, batch=8, progress=False)
 
 
 def _label_rows(dsn: str, model: str) -> None:
@@ -75,7 +80,7 @@ def test_switch_and_finalize_name_the_new_model(
     assert f"vmetadata.embedding_config of 12 chunk(s) now names {TARGET}" in messages
     _expect(_metadata(dsn), TARGET)
     assert _searched_models(dsn, capsys) == {TARGET}
-    assert runner.finalize(dsn, messages.append) == 0
+    assert finalize(dsn, messages.append) == 0
     _expect(_metadata(dsn), TARGET)
     assert _searched_models(dsn, capsys) == {TARGET}
 
@@ -92,7 +97,7 @@ def test_rollback_names_the_old_model_again_and_its_rerun_finishes_the_labels(
         conn.execute("UPDATE document_chunk SET vmetadata = jsonb_build_object('source', 'chunk-after.txt',"
                      " 'page', 3, 'embedding_config', jsonb_build_object('engine', 'ragfr', 'model', %s::text))"
                      " WHERE id = 'chunk-after'", (TARGET,))
-    assert runner.rollback(dsn, print, batch=8, progress=False) == 0
+    assert rollback(dsn, print, batch=8, progress=False) == 0
     meta = _metadata(dsn)
     assert "chunk-after" in meta
     _expect(meta, SOURCE)
@@ -103,13 +108,13 @@ def test_rollback_names_the_old_model_again_and_its_rerun_finishes_the_labels(
         conn.execute("UPDATE document_chunk SET vmetadata = jsonb_set(vmetadata, '{embedding_config,model}',"
                      " to_jsonb(%s::text)) WHERE id IN ('chunk-0001', 'chunk-0007')", (TARGET,))
     messages: list[str] = []
-    assert runner.rollback(dsn, messages.append, progress=False) == 0
+    assert rollback(dsn, messages.append, progress=False) == 0
     assert messages == [f"vmetadata.embedding_config of 2 chunk(s) now names {SOURCE}",
                         "migration #1 was already rolled back; its labels are now done"]
     _expect(_metadata(dsn), SOURCE)
     # Nothing left to do: the usual refusal.
-    with pytest.raises(runner.MigrationStateError, match="no embedding migration is open"):
-        runner.rollback(dsn, print, progress=False)
+    with pytest.raises(MigrationStateError, match="no embedding migration is open"):
+        rollback(dsn, print, progress=False)
 
 
 def test_relabel_walks_batches_and_rewrites_only_rows_whose_vector_is_the_new_model(
@@ -183,4 +188,4 @@ def test_a_stop_while_relabelling_says_the_switch_is_done_and_how_to_finish(
         f"vmetadata.embedding_config (chunks rewritten so far are kept, the others still name {SOURCE}). "
         f"Finish with `ragfr embeddings migrate --to {TARGET} --batch 8`"
     )
-    assert runner.status(dsn).migration.phase is Phase.SWITCHED  # type: ignore[union-attr]
+    assert status(dsn).migration.phase is Phase.SWITCHED  # type: ignore[union-attr]

@@ -11,8 +11,10 @@ import pytest
 from tests.support.embmigrate import N_CHUNKS, SOURCE, TARGET, owui_insert, snapshot
 
 from ragfr.embed import load_embedder
-from ragfr.embmigrate import runner
+from ragfr.embmigrate import runner, target
 from ragfr.embmigrate.backfill import vector_literal
+from ragfr.embmigrate.finalize import finalize
+from ragfr.embmigrate.options import MigrateOptions
 
 
 def _vec(text: str) -> np.ndarray:
@@ -23,8 +25,8 @@ def _expected(spec: str, texts: Sequence[str]) -> list[np.ndarray]:
     return [np.array(v, dtype=np.float32) for v in load_embedder(spec, cache=False).embed_passages(list(texts))]
 
 
-def _opts(dsn: str, **kw: object) -> runner.MigrateOptions:
-    return runner.MigrateOptions(dsn=dsn, to=TARGET, progress=False, **kw)  # type: ignore[arg-type]
+def _opts(dsn: str, **kw: object) -> MigrateOptions:
+    return MigrateOptions(dsn=dsn, to=TARGET, progress=False, **kw)  # type: ignore[arg-type]
 
 
 def test_complete_migration_switches_every_chunk_to_the_new_model(source_db: Callable[[int], str]) -> None:
@@ -65,7 +67,7 @@ def test_complete_migration_switches_every_chunk_to_the_new_model(source_db: Cal
     assert after["bm25"] == before["bm25"]
     assert any("recall@10 1.000" in m for m in messages), messages
 
-    assert runner.finalize(dsn, messages.append) == 0
+    assert finalize(dsn, messages.append) == 0
     final = snapshot(dsn)
     assert final["extra_columns"] == []
     assert "idx_document_chunk_vector_prev" not in final["indexes"]
@@ -132,7 +134,7 @@ def test_rows_written_during_the_migration_end_up_in_the_new_space(
     dsn = source_db(20)
     # batch 8: call 1 is the dimension probe, call 2 embeds chunk-0000..0007.
     spy = _WritesWhileEmbedding(dsn, ["chunk-0000", "chunk-0003", "chunk-0015"])
-    monkeypatch.setattr(runner, "load_target", lambda spec, dims, batch: (spy, 384))
+    monkeypatch.setattr(target, "load_target", lambda spec, dims, batch: (spy, 384))
     assert runner.migrate(_opts(dsn, batch=8, no_switch=True), print) == 0
     # Written after verification, before the switch: caught up by the switch.
     with psycopg.connect(dsn, autocommit=True) as conn:

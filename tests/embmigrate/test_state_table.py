@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from tests.support.paths import REPO
 
-from ragfr.db.catalog import OPEN_MIGRATION
+from ragfr.db.phases import OPEN_MIGRATION
 from ragfr.embmigrate import state
 from ragfr.embmigrate.errors import MigrationStateError
 from ragfr.embmigrate.state import Phase
@@ -22,13 +22,14 @@ def test_the_schema_check_lists_exactly_the_phases() -> None:
     assert check is not None
     assert tuple(re.findall(r"'([a-z_]+)'", check.group(1))) == tuple(p.value for p in state.PHASES)
     assert state.PHASES == tuple(Phase) == tuple(state.TRANSITIONS)
-    # The one-open index and ragfr.db's "migration open" clause (below embmigrate: it cannot import Phase)
-    # name exactly the terminal phases.
+    # The one-open index names exactly the terminal phases; ragfr.db's "migration open" clause (built from the
+    # table, db/phases.py, where ragfr.db can read it) is the same predicate.
     one_open = re.search(r"WHERE phase NOT IN \(([^)]*)\)", sql)
     assert one_open is not None
     terminal = {p.value for p in state.PHASES if not state.TRANSITIONS[p]}
     assert set(re.findall(r"'([a-z_]+)'", one_open.group(1))) == terminal
     assert set(re.findall(r"'([a-z_]+)'", OPEN_MIGRATION)) == terminal
+    assert OPEN_MIGRATION == f"phase NOT IN ({one_open.group(1)})"
 
 
 def test_parse_phase_returns_members_and_refuses_unknown_names() -> None:

@@ -12,7 +12,8 @@ import pytest
 from tests.support.embmigrate import TARGET, owui_insert, snapshot
 
 from ragfr.embed import load_embedder
-from ragfr.embmigrate import runner, swap
+from ragfr.embmigrate import runner, swap, target
+from ragfr.embmigrate.options import MigrateOptions
 
 LATE_A = "Un avenant ajouté après la vérification."
 LATE_B = "Une clause ajoutée pendant le rattrapage."
@@ -61,9 +62,9 @@ def test_searches_go_on_while_late_rows_are_embedded_at_the_switch(
 ) -> None:
     dsn = source_db(12)
     model = _SlowModel()
-    monkeypatch.setattr(runner, "load_target", lambda spec, dims, batch: (model, 384))
+    monkeypatch.setattr(target, "load_target", lambda spec, dims, batch: (model, 384))
     opts = dict(dsn=dsn, to=TARGET, progress=False, batch=8)
-    assert runner.migrate(runner.MigrateOptions(**opts, no_switch=True), print) == 0  # type: ignore[arg-type]
+    assert runner.migrate(MigrateOptions(**opts, no_switch=True), print) == 0  # type: ignore[arg-type]
     with psycopg.connect(dsn, autocommit=True) as conn:
         owui_insert(conn, [("late-a", LATE_A)])  # caught up before any lock
     _write_just_before_the_switch_locks(monkeypatch, dsn)
@@ -83,7 +84,7 @@ def test_searches_go_on_while_late_rows_are_embedded_at_the_switch(
     reader.start()
     started = time.monotonic()
     try:
-        assert runner.migrate(runner.MigrateOptions(**opts), print) == 0  # type: ignore[arg-type]
+        assert runner.migrate(MigrateOptions(**opts), print) == 0  # type: ignore[arg-type]
     finally:
         switch_s = time.monotonic() - started
         done.set()

@@ -15,6 +15,7 @@ from tests.support.embmigrate_corpus import chunks
 from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
+from ragfr.embmigrate.options import MigrateOptions
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 from ragfr_tools import pgdb
@@ -32,7 +33,7 @@ def switched_db(pg_dsn: str):  # type: ignore[no-untyped-def]
         migrate(dsn, 512, SOURCE)
         with psycopg.connect(dsn, autocommit=True) as conn:
             owui_insert(conn, chunks(12))
-        assert runner.migrate(runner.MigrateOptions(dsn=dsn, to=TARGET, progress=False), print) == 0
+        assert runner.migrate(MigrateOptions(dsn=dsn, to=TARGET, progress=False), print) == 0
         yield dsn
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ragfr.cli.common import add_dsn, require_dsn
 
 if TYPE_CHECKING:
-    from ragfr.embmigrate.runner import Status
+    from ragfr.embmigrate.status import Status
 
 RUNBOOK = "docs/runbooks/embedding-migration.md"
 # `migrate --dry-run` when the real run would refuse or stop (another migrator running, another target
@@ -165,7 +165,7 @@ def _say(message: str) -> None:
 
 
 def _options(args: argparse.Namespace, dsn: str) -> Any:
-    from ragfr.embmigrate.runner import MigrateOptions
+    from ragfr.embmigrate.options import MigrateOptions
 
     return MigrateOptions.from_args(args, dsn=dsn, progress=not args.no_progress, progress_every=args.progress_every,
                                     dsn_given=args.dsn is not None and args.dsn != os.environ.get("DATABASE_URL"))
@@ -210,7 +210,7 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from ragfr.embmigrate.runner import status
+    from ragfr.embmigrate.status import status
 
     report = status(require_dsn(args))
     if args.json:
@@ -244,7 +244,7 @@ def format_status(report: Status) -> str:
 
 
 def run_rollback(args: argparse.Namespace) -> int:
-    from ragfr.embmigrate.runner import rollback
+    from ragfr.embmigrate.rollback import rollback
     from ragfr.stop import stop_on_signals
 
     with stop_on_signals():
@@ -255,7 +255,7 @@ def run_rollback(args: argparse.Namespace) -> int:
 
 
 def run_finalize(args: argparse.Namespace) -> int:
-    from ragfr.embmigrate.runner import finalize
+    from ragfr.embmigrate.finalize import finalize
     from ragfr.stop import stop_on_signals
 
     with stop_on_signals():  # a signal while waiting for the table lock stops with nothing changed

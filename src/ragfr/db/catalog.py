@@ -8,11 +8,9 @@ from dataclasses import dataclass
 import psycopg
 
 from ragfr.db import names, vector_index
+from ragfr.db.phases import OPEN_MIGRATION
 from ragfr.db.vector_index import Precision
 from ragfr.errors import DatabaseError
-
-# The embedding migration that is open: any phase before its end. At most one row matches (migration 0100).
-OPEN_MIGRATION = "phase NOT IN ('rolled_back', 'finalized')"
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,8 @@ class Index:
 
 def open_migration_id(conn: psycopg.Connection) -> int | None:
     """The number of the open embedding migration, or None. While one is open it owns the vector indexes:
-    `ragfr migrate` and `ragfr filter-index sync` leave them as they are."""
+    `ragfr migrate` and `ragfr filter-index sync` leave them as they are. At most one row matches (migration
+    0100's one-open index); the clause is built from the phases' table (db/phases.py)."""
     row = conn.execute(f"SELECT id FROM {names.STATE_TABLE} WHERE {OPEN_MIGRATION}").fetchone()  # noqa: S608
     return None if row is None else int(row[0])
 

@@ -13,16 +13,11 @@ from ragfr.db import catalog, index_lock, names
 from ragfr.embed import parse_spec
 from ragfr.embed.space import read_space
 from ragfr.embmigrate import backfill, state
-from ragfr.embmigrate.runner import (
-    CMD,
-    MigrateOptions,
-    check_options,
-    load_target,
-    open_connection,
-    open_elsewhere,
-    preflight,
-)
+from ragfr.embmigrate.options import MigrateOptions, check_options
+from ragfr.embmigrate.preflight import open_elsewhere, preflight
+from ragfr.embmigrate.session import CMD, open_connection
 from ragfr.embmigrate.state import Phase
+from ragfr.embmigrate.target import load_target
 from ragfr.errors import RagfrError
 
 RATE_SAMPLE = 32

@@ -1,20 +1,12 @@
 """The migration's row in `ragfr_embedding_migration`: which spaces, which phase, how far.
 
-The phases and the moves between them are ONE table, TRANSITIONS; set_phase refuses any other move, and
-the open phases, the phases before the switch and the order the dry run lists are read from it. Each change
-is committed together with the work it records:
-  backfill  shadow column + guard trigger exist; vectors of the new model are being written
-  index     every row had a new vector once; the HNSW index on the shadow column is being built
-  verify    index built; catching up rows written meanwhile, then completeness and recall checks
-  ready     verified; waiting for the switch (`--no-switch` stops here); a resumed run verifies again
-  switched  `vector` IS the new space; the old one is kept as vector_prev
-  rolled_back / finalized  terminal: the row stays as history
-Migration 0100's CHECK constraint lists the same seven names (tests/embmigrate/test_state_table.py).
+The phases and the moves between them are ONE table, TRANSITIONS (ragfr.db.phases, read from here as
+`state.Phase`, `state.OPEN_PHASES`...); set_phase refuses any move it does not list. Each change is committed
+together with the work it records.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,37 +15,14 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ragfr.db import names
-from ragfr.db.catalog import OPEN_MIGRATION
+from ragfr.db.phases import BEFORE_SWITCH as BEFORE_SWITCH
+from ragfr.db.phases import OPEN_MIGRATION
+from ragfr.db.phases import OPEN_PHASES as OPEN_PHASES
+from ragfr.db.phases import PHASES as PHASES
+from ragfr.db.phases import TRANSITIONS as TRANSITIONS
+from ragfr.db.phases import Phase as Phase
 from ragfr.embmigrate.errors import MigrationStateError
 
-
-class Phase(enum.StrEnum):
-    """A str: stored, compared and printed as its value, so the database keeps the same seven names."""
-
-    BACKFILL = "backfill"
-    INDEX = "index"
-    VERIFY = "verify"
-    READY = "ready"
-    SWITCHED = "switched"
-    ROLLED_BACK = "rolled_back"
-    FINALIZED = "finalized"
-
-
-PHASES: tuple[Phase, ...] = tuple(Phase)
-# phase -> the phases set_phase may move it to. A phase with no way out is terminal.
-TRANSITIONS: dict[Phase, frozenset[Phase]] = {
-    Phase.BACKFILL: frozenset({Phase.INDEX, Phase.ROLLED_BACK}),
-    Phase.INDEX: frozenset({Phase.VERIFY, Phase.ROLLED_BACK}),
-    Phase.VERIFY: frozenset({Phase.READY, Phase.ROLLED_BACK}),
-    # ready -> ready: a resumed run verifies again and records the new recall.
-    Phase.READY: frozenset({Phase.READY, Phase.SWITCHED, Phase.ROLLED_BACK}),
-    Phase.SWITCHED: frozenset({Phase.ROLLED_BACK, Phase.FINALIZED}),
-    Phase.ROLLED_BACK: frozenset(),
-    Phase.FINALIZED: frozenset(),
-}
-OPEN_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if TRANSITIONS[p])
-# Before the switch the live `vector` is untouched: rollback only drops the shadow.
-BEFORE_SWITCH: tuple[Phase, ...] = tuple(p for p in OPEN_PHASES if p is not Phase.SWITCHED)
 # Columns a move to the phase stamps with now().
 _STAMPS: dict[Phase, str] = {Phase.READY: "verified_at", Phase.SWITCHED: "switched_at",
                              Phase.ROLLED_BACK: "finished_at", Phase.FINALIZED: "finished_at"}

@@ -29,10 +29,16 @@ from typing import Any
 
 import psycopg
 
+from ragfr.db import names
 from ragfr.db.migrate import migrate as migrate_schema
+from ragfr.db.phases import OPEN_MIGRATION
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
+from ragfr.embmigrate import target as embmig_target
 from ragfr.embmigrate.backfill import vector_literal
+from ragfr.embmigrate.finalize import finalize
+from ragfr.embmigrate.options import MigrateOptions
+from ragfr.embmigrate.rollback import rollback
 from ragfr.errors import ConfigError
 from ragfr_tools import pgdb
 from ragfr_tools.bench.output import write_json
@@ -134,7 +140,7 @@ def _wait_for_progress(dsn: str, timeout: float = 600.0) -> float:
     with psycopg.connect(dsn, autocommit=True) as conn:
         while time.monotonic() < deadline:
             row = conn.execute(
-                "SELECT rows_embedded FROM ragfr_embedding_migration WHERE phase NOT IN ('rolled_back', 'finalized')"
+                f"SELECT rows_embedded FROM {names.STATE_TABLE} WHERE {OPEN_MIGRATION}"  # noqa: S608 - constants
             ).fetchone()
             if row and row[0] > 0:
                 return time.monotonic()
@@ -182,20 +188,20 @@ def run(
             marks.setdefault(message.split(":")[0].split(" ")[0], time.monotonic())
 
         timed = TimedEmbedder(target)
-        real_load_target = runner.load_target
-        setattr(runner, "load_target", lambda spec, dims, b: (timed, real_load_target(spec, dims, b)[1]))  # noqa: B010
+        real_load_target = embmig_target.load_target
+        setattr(embmig_target, "load_target", lambda spec, dims, b: (timed, real_load_target(spec, dims, b)[1]))  # noqa: B010
         t0 = time.monotonic()
         try:
-            runner.migrate(runner.MigrateOptions(dsn=dsn, to=TARGET, batch=batch, progress=False), say)
+            runner.migrate(MigrateOptions(dsn=dsn, to=TARGET, batch=batch, progress=False), say)
         finally:
-            setattr(runner, "load_target", real_load_target)  # noqa: B010
+            setattr(embmig_target, "load_target", real_load_target)  # noqa: B010
         t1 = time.monotonic()
         with psycopg.connect(dsn, autocommit=True) as conn:
             switched = _sizes(conn)
 
         # 2. Search latency: roll back (instant: nothing was written since the switch), then migrate
         # again as a separate process, as in production, while searches run at a fixed rate.
-        runner.rollback(dsn, lambda m: None, progress=False)
+        rollback(dsn, lambda m: None, progress=False)
         idle_load = SearchLoad(dsn, queries, qvecs, qps)
         idle_load.thread.start()
         time.sleep(idle_s)
@@ -219,8 +225,8 @@ def run(
         if proc.returncode != 0:
             raise RuntimeError(f"second migration failed: {err[-500:]}")
         during = busy_load.between(first_batch, t_end)
-        runner.migrate(runner.MigrateOptions(dsn=dsn, to=TARGET, batch=batch, progress=False), lambda m: None)
-        runner.finalize(dsn, lambda m: None)
+        runner.migrate(MigrateOptions(dsn=dsn, to=TARGET, batch=batch, progress=False), lambda m: None)
+        finalize(dsn, lambda m: None)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("VACUUM document_chunk")
             finalized = _sizes(conn)

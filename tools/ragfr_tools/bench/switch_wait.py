@@ -1,6 +1,6 @@
 """How long a search waits while `ragfr embeddings migrate` switches spaces on a large table.
 
-The switch (runner._switch) embeds the rows written during the migration under a SHARE lock (writers wait,
+The switch (runner.MigrationRun.switch) embeds the rows written during the migration under a SHARE lock (writers wait,
 searches go on), then takes ACCESS EXCLUSIVE for the renames only. This measures what a reader sees: searches
 (the real `ragfr.retrieval.hybrid.search`, lexical + vector arms) run back to back on their own connection
 while a writer inserts rows as Open WebUI does and the migration switches; the report gives the longest
@@ -35,7 +35,9 @@ import psycopg
 
 from ragfr.db.migrate import migrate as migrate_schema
 from ragfr.embmigrate import runner
+from ragfr.embmigrate import target as embmig_target
 from ragfr.embmigrate.backfill import vector_literal
+from ragfr.embmigrate.options import MigrateOptions
 from ragfr_tools import pgdb
 from ragfr_tools.bench.embmigrate import PIAF, _pct, load_piaf
 from ragfr_tools.bench.output import write_json
@@ -109,8 +111,8 @@ def run(admin_dsn: str, rows: int, late_rows: int, batch: int) -> dict[str, Any]
     texts, queries = load_piaf(PIAF, 5000, 100)
     name = f"ragfr_bench_switch_{uuid.uuid4().hex[:8]}"
     dsn = pgdb.create_database(admin_dsn, name)
-    real_load_target = runner.load_target
-    setattr(runner, "load_target", lambda spec, dims, b: (SyntheticTarget(), TARGET_DIMS))  # noqa: B010
+    real_load_target = embmig_target.load_target
+    setattr(embmig_target, "load_target", lambda spec, dims, b: (SyntheticTarget(), TARGET_DIMS))  # noqa: B010
     marks: dict[str, float] = {}
     try:
         t = time.monotonic()
@@ -119,7 +121,7 @@ def run(admin_dsn: str, rows: int, late_rows: int, batch: int) -> dict[str, Any]
         load_s = time.monotonic() - t
         opts = dict(dsn=dsn, to=TARGET, batch=batch, progress=False, min_recall=0.01)
         t = time.monotonic()
-        runner.migrate(runner.MigrateOptions(**opts, no_switch=True), lambda m: None)  # type: ignore[arg-type]
+        runner.migrate(MigrateOptions(**opts, no_switch=True), lambda m: None)  # type: ignore[arg-type]
         prepare_s = time.monotonic() - t
         with psycopg.connect(dsn, autocommit=True) as conn:
             size = conn.execute("SELECT pg_total_relation_size('document_chunk')").fetchone()
@@ -139,7 +141,7 @@ def run(admin_dsn: str, rows: int, late_rows: int, batch: int) -> dict[str, Any]
             marks.setdefault(message.split(":")[0].split(" ")[0], time.monotonic())
 
         marks["start"] = time.monotonic()
-        runner.migrate(runner.MigrateOptions(**opts), say)  # type: ignore[arg-type]
+        runner.migrate(MigrateOptions(**opts), say)  # type: ignore[arg-type]
         marks["end"] = time.monotonic()
         time.sleep(3)
         readers.stop.set()
@@ -148,7 +150,7 @@ def run(admin_dsn: str, rows: int, late_rows: int, batch: int) -> dict[str, Any]
             counts = conn.execute("SELECT count(*) FILTER (WHERE embedding_model = %s), count(*)"
                                   " FROM document_chunk", (TARGET,)).fetchone()
     finally:
-        setattr(runner, "load_target", real_load_target)  # noqa: B010
+        setattr(embmig_target, "load_target", real_load_target)  # noqa: B010
         pgdb.drop_database(admin_dsn, name)
 
     before = [(e - s) * 1000 for s, e, ok in readers.spans if e < marks["start"] and ok]

@@ -1,0 +1,50 @@
+"""The embedding migration's phases and the moves between them: ONE table, TRANSITIONS.
+
+It lives here, below `ragfr.embmigrate`, because the database layer must know which migration is open (while
+one is, it owns the vector indexes: db/vector_index_build.py, db/filter_indexes.py) and may import nothing
+above it; `ragfr.embmigrate.state` (the phase row) reads it from here. The open phases, the phases before the
+switch, the order the dry run lists and the SQL clause naming the open migration are all read from TRANSITIONS:
+  backfill  shadow column + guard trigger exist; vectors of the new model are being written
+  index     every row had a new vector once; the HNSW index on the shadow column is being built
+  verify    index built; catching up rows written meanwhile, then completeness and recall checks
+  ready     verified; waiting for the switch (`--no-switch` stops here); a resumed run verifies again
+  switched  `vector` IS the new space; the old one is kept as vector_prev
+  rolled_back / finalized  terminal: the row stays as history
+Migration 0100's CHECK constraint and one-open index list the same names (tests/embmigrate/test_state_table.py).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Phase(enum.StrEnum):
+    """A str: stored, compared and printed as its value, so the database keeps the same seven names."""
+
+    BACKFILL = "backfill"
+    INDEX = "index"
+    VERIFY = "verify"
+    READY = "ready"
+    SWITCHED = "switched"
+    ROLLED_BACK = "rolled_back"
+    FINALIZED = "finalized"
+
+
+PHASES: tuple[Phase, ...] = tuple(Phase)
+# phase -> the phases set_phase may move it to. A phase with no way out is terminal.
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.BACKFILL: frozenset({Phase.INDEX, Phase.ROLLED_BACK}),
+    Phase.INDEX: frozenset({Phase.VERIFY, Phase.ROLLED_BACK}),
+    Phase.VERIFY: frozenset({Phase.READY, Phase.ROLLED_BACK}),
+    # ready -> ready: a resumed run verifies again and records the new recall.
+    Phase.READY: frozenset({Phase.READY, Phase.SWITCHED, Phase.ROLLED_BACK}),
+    Phase.SWITCHED: frozenset({Phase.ROLLED_BACK, Phase.FINALIZED}),
+    Phase.ROLLED_BACK: frozenset(),
+    Phase.FINALIZED: frozenset(),
+}
+OPEN_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if TRANSITIONS[p])
+# Before the switch the live `vector` is untouched: rollback only drops the shadow.
+BEFORE_SWITCH: tuple[Phase, ...] = tuple(p for p in OPEN_PHASES if p is not Phase.SWITCHED)
+# Spelled as the NOT IN of migration 0100's one-open index (`WHERE phase NOT IN ('rolled_back', 'finalized')`):
+# the same predicate, so the planner may answer it from that index. The names are the Enum's constants.
+OPEN_MIGRATION = "phase NOT IN ({})".format(", ".join(f"'{p.value}'" for p in PHASES if p not in OPEN_PHASES))

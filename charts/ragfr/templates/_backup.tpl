@@ -1,4 +1,4 @@
-{{/* Backups (backup-*.yaml): checks, the S3 port for the NetworkPolicy, the set directory. */}}
+{{/* Backups (backup-*.yaml): checks, and the name of the Secret that signs the sets. */}}
 
 {{- define "ragfr.backup.check" -}}
 {{- $b := .Values.backup -}}
@@ -43,13 +43,6 @@
 {{- fail (printf "database.cnpg.recovery reads the backup under server name %s that database.cnpg.backup would archive the new cluster into: set database.cnpg.backup.serverName to a new name (e.g. %s-2)" $archiveAs (include "ragfr.db.cnpgCluster" .)) -}}
 {{- end -}}
 {{- end -}}
-{{- end -}}
-
-{{/* TCP port of the S3 endpoint: explicit in the URL, else 443 for https and 80 for http. */}}
-{{- define "ragfr.backup.s3Port" -}}
-{{- $u := urlParse .Values.backup.s3.endpoint -}}
-{{- $hostport := splitList ":" $u.host -}}
-{{- if eq (len $hostport) 2 -}}{{ last $hostport }}{{- else if eq $u.scheme "http" -}}80{{- else -}}443{{- end -}}
 {{- end -}}
 
 {{/* The Secret holding the key that signs each set's SHA256SUMS (SHA256SUMS.hmac). */}}

@@ -9,16 +9,3 @@
 {{- fail "openwebui.httpRoute.networkPolicyFrom is set but openwebui.httpRoute.enabled=false: add the peers to networkPolicy.openwebuiFrom, or enable the route" -}}
 {{- end -}}
 {{- end -}}
-
-{{/*
-Peers admitted to Open WebUI's port: networkPolicy.openwebuiFrom plus the Gateway's pods. A Gateway proxies
-from its own pods, so with openwebuiFrom restricted to an ingress controller the route would be dropped;
-empty both: no `from`, anyone (as without a route).
-*/}}
-{{- define "ragfr.openwebui.ingressFrom" -}}
-{{- $from := .Values.networkPolicy.openwebuiFrom -}}
-{{- if .Values.openwebui.httpRoute.enabled -}}
-{{- $from = concat $from .Values.openwebui.httpRoute.networkPolicyFrom -}}
-{{- end -}}
-{{- toYaml $from -}}
-{{- end -}}

@@ -21,16 +21,3 @@
 {{- fail "metrics.serviceMonitor/prometheusRule need an endpoint to scrape: set openwebui.metrics.enabled=true and/or ragdb.metrics.enabled=true" -}}
 {{- end -}}
 {{- end -}}
-
-{{/* The ingress rule letting metrics.scrapeFrom reach one metrics port (no `from`: anyone). */}}
-{{- define "ragfr.metrics.ingressRule" -}}
-{{- $rule := dict "ports" (list (dict "port" (int .port) "protocol" "TCP")) -}}
-{{- with .root.Values.metrics.scrapeFrom }}{{ $_ := set $rule "from" . }}{{ end -}}
-{{- toYaml $rule -}}
-{{- end -}}
-
-{{/* PromQL label matchers for this release's pods of one component: .pods is the regex after the
-     object's name (a Deployment's -<hash>-<id>, a StatefulSet's -<ordinal>). */}}
-{{- define "ragfr.metrics.podMatch" -}}
-namespace="{{ .root.Release.Namespace }}", pod=~"{{ include "ragfr.componentName" (dict "root" .root "component" .component) }}-{{ .pods }}"
-{{- end -}}

@@ -8,17 +8,6 @@ the Secret's URL, so its NetworkPolicy opens redis.externalPort.
 {{- if and (not .Values.redis.enabled) .Values.redis.existingSecret -}}true{{- end -}}
 {{- end -}}
 
-{{/* The port the redis-clients NetworkPolicy opens to an external Redis; empty without one. */}}
-{{- define "ragfr.redis.externalPort" -}}
-{{- $r := .Values.redis -}}
-{{- if $r.enabled -}}
-{{- else if $r.externalUrl -}}
-{{- include "ragfr.netpol.urlPort" (dict "url" $r.externalUrl "default" 6379) -}}
-{{- else if $r.existingSecret -}}
-{{- $r.externalPort -}}
-{{- end -}}
-{{- end -}}
-
 {{- define "ragfr.redis.check" -}}
 {{- $r := .Values.redis -}}
 {{- if and $r.existingSecret $r.externalUrl -}}

@@ -9,11 +9,3 @@ NodePort or LoadBalancer (0: Kubernetes picks one).
 {{- fail (printf "openwebui.service.nodePort=%v needs openwebui.service.type=NodePort or LoadBalancer (a ClusterIP Service has no node port)" $s.nodePort) -}}
 {{- end -}}
 {{- end -}}
-
-{{/* The http port's nodePort line, when one is asked for. */}}
-{{- define "ragfr.service.nodePort" -}}
-{{- $s := .Values.openwebui.service -}}
-{{- if and $s.nodePort (ne $s.type "ClusterIP") -}}
-nodePort: {{ $s.nodePort }}
-{{- end -}}
-{{- end -}}

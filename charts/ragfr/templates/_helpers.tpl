@@ -1,4 +1,5 @@
-{{/* Names, labels and images shared by every template. */}}
+{{/* Names (the release's, its components', and the objects several templates refer to), labels, image
+     references. */}}
 
 {{- define "ragfr.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
@@ -61,6 +62,36 @@ app.kubernetes.io/part-of: ragfr
 {{- else if eq .Values.database.mode "cnpg" -}}{{ printf "%s-ca" (include "ragfr.db.cnpgCluster" .) }}
 {{- else -}}{{ include "ragfr.componentName" (dict "root" . "component" "ragdb-tls") }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The pods' ServiceAccount: serviceAccount.create makes one (<fullname>, or serviceAccount.name) carrying
+serviceAccount.annotations (e.g. a cloud workload identity); serviceAccount.name alone names an
+existing one; neither keeps the namespace's default account. The token is never mounted: no pod of the
+chart talks to the Kubernetes API.
+*/}}
+{{- define "ragfr.serviceAccountName" -}}
+{{- $sa := .Values.serviceAccount -}}
+{{- if $sa.create -}}
+{{- default (include "ragfr.fullname" .) $sa.name -}}
+{{- else -}}
+{{- $sa.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Open WebUI's Secret (webui-secret-key): openwebui.existingSecret, or the one the chart generates. */}}
+{{- define "ragfr.openwebui.secretName" -}}
+{{- default (include "ragfr.componentName" (dict "root" . "component" "openwebui")) .Values.openwebui.existingSecret -}}
+{{- end -}}
+
+{{/* The Secret holding the key that signs each set's SHA256SUMS (SHA256SUMS.hmac). */}}
+{{- define "ragfr.backup.integritySecret" -}}
+{{- .Values.backup.integrity.existingSecret | default (include "ragfr.componentName" (dict "root" . "component" "backup-integrity")) -}}
+{{- end -}}
+
+{{/* The reranker cache's PVC (openwebui.reranker.cache): its existingClaim, or the one the chart makes. */}}
+{{- define "ragfr.rerankerCache.claim" -}}
+{{- .Values.openwebui.reranker.cache.existingClaim | default (include "ragfr.componentName" (dict "root" . "component" "reranker-cache")) -}}
 {{- end -}}
 
 {{/*
@@ -152,18 +183,6 @@ Never
 {{- if hasPrefix "sha256:" $tag -}}{{- else -}}{{- (splitn "@" 2 $tag)._0 -}}{{- end -}}
 {{- end -}}
 
-{{/* Pod-level settings every pod of the chart shares. */}}
-{{- define "ragfr.podDefaults" -}}
-automountServiceAccountToken: false
-{{- with include "ragfr.serviceAccountName" . }}
-serviceAccountName: {{ . }}
-{{- end }}
-{{- with .Values.global.imagePullSecrets }}
-imagePullSecrets:
-  {{- include "ragfr.imagePullSecrets" . | nindent 2 }}
-{{- end }}
-{{- end -}}
-
 {{/* global.imagePullSecrets as a list of {name:} objects: each item is a Secret name or, as in other charts,
      {name: ...}. */}}
 {{- define "ragfr.imagePullSecrets" -}}
@@ -173,9 +192,3 @@ imagePullSecrets:
 {{- end }}
 {{- end -}}
 
-{{/* A writable /tmp for containers with a read-only root filesystem. */}}
-{{- define "ragfr.tmpVolume" -}}
-- name: tmp
-  emptyDir:
-    sizeLimit: 256Mi
-{{- end -}}

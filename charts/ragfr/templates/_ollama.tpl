@@ -27,18 +27,3 @@ restarts Open WebUI without a helm upgrade): the chat model and the extras, spac
 {{- join " " (uniq $models) -}}
 {{- end -}}
 
-{{/*
-Every Ollama model reference must be pinned by tag, like images: "name" alone or "name:latest" is
-whatever the registry serves on the day of the pull, so two pods (or a restore) could embed differently.
-*/}}
-{{- define "ragfr.ollama.checkPinned" -}}
-{{- $refs := list (dict "key" "embedding.model" "ref" .Values.embedding.model) -}}
-{{- with .Values.ollama.models.chat }}{{ $refs = append $refs (dict "key" "ollama.models.chat" "ref" .) }}{{ end -}}
-{{- range .Values.ollama.models.extra }}{{ $refs = append $refs (dict "key" "ollama.models.extra" "ref" .) }}{{ end -}}
-{{- range $refs -}}
-{{- $parts := splitList ":" .ref -}}
-{{- if or (ne (len $parts) 2) (eq (last $parts) "latest") -}}
-{{- fail (printf `%s=%s: Ollama models must be pinned by tag (name:tag, e.g. bge-m3:567m); an untagged name or "latest" is not allowed` .key .ref) -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}

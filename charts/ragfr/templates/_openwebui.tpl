@@ -1,3 +1,5 @@
+{{/* Facts about Open WebUI that several templates share. */}}
+
 {{/*
 Open WebUI's non-secret environment: files/openwebui-env.yaml (shared with `make up`), the user's
 openwebui.env on top, then the values the chart computes, which nothing may override.
@@ -21,14 +23,19 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- if .Values.openwebui.metrics.enabled -}}
 {{- $_ := set $env "RAGFR_METRICS_PORT" (toString .Values.openwebui.metrics.port) -}}
 {{- end -}}
-{{- with (include "ragfr.redis.url" .) -}}
+{{- /* Redis for websockets: the chart's, or redis.externalUrl; none when Redis is off. */ -}}
+{{- $redisUrl := .Values.redis.externalUrl -}}
+{{- if .Values.redis.enabled -}}
+{{- $redisUrl = printf "redis://%s:6379/0" (include "ragfr.componentName" (dict "root" . "component" "redis")) -}}
+{{- end -}}
+{{- with $redisUrl -}}
 {{- $_ := set $env "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
 {{- $_ := set $env "WEBSOCKET_MANAGER" "redis" -}}
 {{- $_ := set $env "WEBSOCKET_REDIS_URL" . -}}
 {{- $_ := set $env "REDIS_URL" . -}}
 {{- end -}}
 {{- if include "ragfr.redis.fromSecret" . -}}
-{{- /* The URLs themselves come from redis.existingSecret (_redis.tpl), not this ConfigMap. */ -}}
+{{- /* The URLs themselves come from redis.existingSecret (openwebui-deployment.yaml's env), not this ConfigMap. */ -}}
 {{- $_ := set $env "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
 {{- $_ := set $env "WEBSOCKET_MANAGER" "redis" -}}
 {{- end -}}
@@ -37,15 +44,22 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- end }}
 {{- end -}}
 
-{{- define "ragfr.openwebui.secretName" -}}
-{{- default (include "ragfr.componentName" (dict "root" . "component" "openwebui")) .Values.openwebui.existingSecret -}}
+{{/*
+An external Redis for Open WebUI's websockets: redis.externalUrl (in the Open WebUI ConfigMap), or, when
+the URL carries a password, redis.existingSecret (key redis.urlKey): WEBSOCKET_REDIS_URL and
+REDIS_URL then come from that Secret by secretKeyRef and never reach a ConfigMap. The chart cannot read
+the Secret's URL, so its NetworkPolicy opens redis.externalPort.
+*/}}
+{{- define "ragfr.redis.fromSecret" -}}
+{{- if and (not .Values.redis.enabled) .Values.redis.existingSecret -}}true{{- end -}}
 {{- end -}}
 
-{{/* Redis URL for websockets, empty when Redis is off. */}}
-{{- define "ragfr.redis.url" -}}
-{{- if .Values.redis.enabled -}}
-{{- printf "redis://%s:6379/0" (include "ragfr.componentName" (dict "root" . "component" "redis")) -}}
-{{- else -}}
-{{- .Values.redis.externalUrl -}}
-{{- end -}}
+{{/*
+openwebui.reranker.cache: the cross-encoder's download on a PVC instead of an emptyDir (open-webui/helm-charts
+#250: every restart downloaded it again). reranker-cache.py skips the download when the pinned commit is there
+and loads offline. "true" when the download goes to a PVC.
+*/}}
+{{- define "ragfr.rerankerCache.enabled" -}}
+{{- $r := .Values.openwebui.reranker -}}
+{{- if and $r.cache.enabled (eq $r.source "download") -}}true{{- end -}}
 {{- end -}}

@@ -81,14 +81,18 @@ def test_lock_waits_are_bounded_name_the_blocker_and_take_no_migration_number(
         blocker.execute("SET application_name = 'analyst-psql'")
         blocker.execute("SELECT count(*) FROM document_chunk")  # open transaction: ACCESS SHARE held
         pid = blocker.info.backend_pid
-        started = time.monotonic()
         rc, _, err = _cli(capsys, "migrate", "--dsn", dsn, "--to", TARGET, "--no-progress",
                           "--lock-timeout", "0.2", "--lock-wait", "2.5")
-        waited = time.monotonic() - started
         blocker.rollback()
     line = _error(err)
-    assert rc == 2 and waited < 15
+    assert rc == 2
     assert "could not lock document_chunk within --lock-wait 2.5 s" in line
+    # Bounded by what the migrator measured and reports, not by the test's clock around the whole call (issue 37
+    # item 9): that one also counts loading the target model and connecting (18.4 s on a busy machine, for a lock
+    # wait that was right). Attempts of 0.2 s with 1 s pauses: only 2 fit in 2.5 s, however slow the machine (a
+    # slower one makes fewer), and the wait cannot be shorter than two lock timeouts and the pause between them.
+    reported = re.search(r"\((\d+) attempt\(s\) of --lock-timeout 0\.2 s, ([\d.]+) s waited\)", line)
+    assert reported and reported[1] == "2" and 0.2 + 1.0 + 0.2 <= float(reported[2]) <= 2.5, line
     assert f"server pid {pid} (application analyst-psql, idle in transaction" in line
     assert f"SELECT pg_terminate_backend({pid})" in line and "nothing was changed" in line
     retries = [r.getMessage() for r in caplog.records if "is busy (attempt" in r.getMessage()]

@@ -103,24 +103,21 @@ def test_a_stuck_search_is_cancelled_at_the_timeout_and_said_busy(dsn: str, monk
     monkeypatch.setattr(native, "STATEMENT_TIMEOUT_MS", 500)
     with psycopg.connect(dsn) as blocker:
         blocker.execute("LOCK TABLE document_chunk IN ACCESS EXCLUSIVE MODE")  # e.g. a migration gone wrong
-        started = time.monotonic()
         with pytest.raises(SearchUnavailable) as raised:  # never None: that would be the legacy path
             _search(dsn)
-        took = time.monotonic() - started
+    # The server cancelled it at the 500 ms statement_timeout, as the reason reports (PostgreSQL's own cancel);
+    # no clock around the call, which a busy machine stretches (issue 37 item 9).
     assert raised.value.kind == "busy" and "cancelled after statement_timeout 500 ms" in raised.value.reason
-    assert took < 5, f"the search took {took:.1f} s"
 
 
 def test_no_free_connection_within_the_wait_is_busy_not_a_hang(dsn: str, monkeypatch) -> None:
     monkeypatch.setattr(native, "POOL_SIZE", 1)
     monkeypatch.setattr(native, "POOL_WAIT_S", 0.5)
     with native.pool(native.session_dsn(_Session(dsn)), "main").connection():  # the only connection, held
-        started = time.monotonic()
         with pytest.raises(SearchUnavailable) as raised:
             _search(dsn)
-        took = time.monotonic() - started
+    # The pool's own 0.5 s wait ended it, as the reason reports; no clock around the call (issue 37 item 9).
     assert raised.value.kind == "busy" and "no database connection free within 0.5 s" in raised.value.reason
-    assert took < 5, f"the search waited {took:.1f} s"
 
 
 @pytest.mark.parametrize(("query", "why"), [

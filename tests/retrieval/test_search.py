@@ -6,7 +6,6 @@ import json
 import math
 import random
 import socket
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -445,12 +444,12 @@ def test_cli_ask_gives_up_on_a_silent_chat_model(kb, capsys, monkeypatch) -> Non
         server.bind(("127.0.0.1", 0))
         server.listen()
         monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{server.getsockname()[1]}")
-        started = time.monotonic()
         rc = cli_main(["ask", "--dsn", dsn, "--collection", "contrat", "--chat-timeout", "1",
                        "délai pour déclarer un sinistre"])
     err = capsys.readouterr().err.strip()
+    # It gave up at its own 1 s timeout, as it reports; a hang would never return. No clock around the call:
+    # loading the models and ranking count in it, which a busy machine slows (issue 37 item 9).
     assert rc == 2 and "did not answer within 1 s" in err and "\n" not in err, err
-    assert time.monotonic() - started < 30
 
 
 def _sample(name: str, **labels: str) -> float:

@@ -14,7 +14,6 @@ import http.server
 import os
 import subprocess
 import threading
-import time
 import venv
 import zipfile
 from collections.abc import Iterator
@@ -95,14 +94,16 @@ def test_cpu_index_used_when_it_answers(venv_python: Path, cpu_index: str, tmp_p
 def test_unreachable_index_falls_back_quickly_and_accepts_cuda(venv_python: Path, tmp_path: Path) -> None:
     fake_torch_wheel(tmp_path / "default", "", "12.8")
     index = f"http://127.0.0.1:{closed_port()}/whl/cpu"
-    started = time.monotonic()
     done = run(venv_python, isolated_pip_env(TORCH_CPU_INDEX=index, PIP_FIND_LINKS=str(tmp_path / "default")))
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("setup-test: torch 2.13.0 is the CUDA build, from pip's default sources "
                            f"(PyTorch's CPU index {index} unusable: URLError"), last
     assert "still correct on the CPU" in last and "several GB bigger" in last
-    assert time.monotonic() - started < 60, "an unreachable CPU index must cost seconds, not pip's retries"
+    # Seconds, not pip's retries: the reason above (URLError) is the one quick probe's, so pip never tried the
+    # index; its failure would say "pip could not install". Not the wall clock around venv pip installs, which a
+    # busy machine stretches (issue 37 item 9).
+    assert "pip could not install" not in last
 
 
 def test_setup_scripts_use_it_and_never_fail_on_cuda() -> None:

@@ -75,7 +75,8 @@ def in_locked_transaction(
             if used + RETRY_PAUSE_S + budget.timeout_s > budget.total_s:
                 raise DatabaseError(
                     f"{what}: could not lock {names.TABLE} within --lock-wait {budget.total_s:g} s "
-                    f"({attempt} attempt(s) of --lock-timeout {budget.timeout_s:g} s); {holders}; nothing was changed. "
+                    f"({attempt} attempt(s) of --lock-timeout {budget.timeout_s:g} s, {used:.1f} s waited); {holders}; "
+                    f"nothing was changed. "
                     f"{_terminate_hint(conn)}, or wait for it, then re-run the same command"
                 ) from None
             stop.checkpoint(f"{what}: stopped while waiting for the {names.TABLE} lock; nothing was changed")

@@ -3,7 +3,8 @@
 A filter that passes a share s of the rows makes the shared graph's walk visit about 1/s times the
 candidates of an unfiltered walk (pgvector filters after the walk). A partial index over the passing rows
 alone (`WHERE vmetadata @> '{"type": "contrat"}'`) is walked like an unfiltered graph: at 100k chunks, the
-vector arm of a 10 % filter fell from 56 to 11 ms (docs/benchmarks.md, "Declared filters"). PostgreSQL picks it
+vector arm of a 10 % filter costs a fraction of the shared graph's walk (docs/benchmarks.md#current-figures,
+the 10 % filter row). PostgreSQL picks it
 by itself for a query whose predicate implies the index's, which ragfr.db.filters ensures by
 writing the same containment test (ragfr.db.filters.containment_predicate) into every query with
 that equality; the vector arm's cost rule sizes the walk by the smaller graph (ragfr.retrieval.semantic).

@@ -40,10 +40,12 @@ class SearchConfig:
     # docs/benchmarks.md#current-figures ("vector arm over one knowledge base"). 0 turns the rule off, and so does a
     # pinned exact_threshold (it pins the whole choice of strategy).
     collection_exact_rows: int = COLLECTION_EXACT_ROWS
-    # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured, docs/benchmarks.md).
+    # The cost rule's r: one HNSW candidate visit costs r exactly scored rows (measured:
+    # docs/bench/filter-cost-lowrank-100k-halfvec.json).
     exact_cost_ratio: float = 10.0
     # The lexical arm's cost rule (ragfr.retrieval.strategy): one primary-key probe of the block index's walk
-    # costs r rows scored filter-first (measured: `python -m ragfr_tools.bench.lexfilter`, docs/benchmarks.md).
+    # costs r rows scored filter-first (measured: `python -m ragfr_tools.bench.lexfilter`,
+    # docs/bench/lexical-filter-cost-100k.json).
     lexical_probe_cost_ratio: float = 5.0
     # Cosine similarity below which a semantic candidate is noise; None keeps all.
     similarity_floor: float | None = None

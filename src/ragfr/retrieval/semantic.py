@@ -13,13 +13,14 @@ filter returns about 10% of LIMIT. We set, per transaction and logged with the r
   hnsw.ef_search       pinned (reproducible candidate lists),
   hnsw.iterative_scan  relaxed_order (keep walking until LIMIT rows pass; the arm sorts them by their
                        full-precision distance itself, and relaxed_order finds more of the true nearest
-                       passing rows: filtered recall@10 0.998 vs 0.867 for strict_order at 10 % of 100k,
-                       and 11 % faster, docs/benchmarks.md),
+                       passing rows, and faster, than strict_order at 10 % of 100k (measured once: the
+                       dated log, `git show 71a1400:docs/benchmarks.md`, "relaxed_order"),
   hnsw.max_scan_tuples the budget; if it runs out first the arm reports underfill with counts.
 A walk that no row can fail (no metadata condition, the searched collections are the whole graph, and
 ef_search >= depth) runs with the iterative scan off: its first batch is already the answer, and the
-iterative scan's bookkeeping of discarded candidates cost 2-2.5 ms of a 13 ms walk at 1M chunks, ef_search
-200, with the same 50 rows for 100 of 100 questions (docs/benchmarks.md). Should it come back short all
+iterative scan's bookkeeping of discarded candidates cost a sixth of the walk at 1M chunks, ef_search 200,
+with the same 50 rows for every bench question (a one-off profile: the dated log, `git show
+71a1400:docs/benchmarks.md`, "ef_search auto and the single-batch walk"). Should it come back short all
 the same (rows of another embedding model in the graph), it is walked again iteratively.
 Without metadata conditions the collections' row count (kept by the BM25 triggers) decides, with no scan.
 
@@ -77,14 +78,16 @@ class SemanticCandidate:
 def vector_literal(vector: list[float]) -> str:
     """The query vector as pgvector text. pgvector holds float4: each value is rounded to float32 here and
     printed with 9 significant digits, which name one float32 exactly, so the server reads the same values
-    as from repr() (the same vector for a float32 model's output; tested) from 35 % less text, built in 0.28
-    instead of 0.66 ms per search at 1024 dims."""
+    as from repr() (the same vector for a float32 model's output; tested) from a third less text, built in
+    less than half the time (timeit at 1024 dims: the dated log, `git show 71a1400:docs/benchmarks.md`,
+    "Round trips per search")."""
     return "[" + ",".join(map("{:.9g}".format, np.asarray(vector, dtype=np.float32).tolist())) + "]"
 
 
 # JIT compilation off for the search's statements. The planner's cost estimates of a filtered walk or a
-# filter-first BM25 statement exceed jit_above_cost, and compiling their expressions took 4.6 ms of a 36 ms
-# filtered walk at 100k chunks (EXPLAIN ANALYZE, docs/benchmarks.md): a retrieval statement is short, the
+# filter-first BM25 statement exceed jit_above_cost, and compiling their expressions took over a tenth of a
+# filtered walk at 100k chunks (EXPLAIN ANALYZE: the dated log, `git show 71a1400:docs/benchmarks.md`, "JIT
+# off"): a retrieval statement is short, the
 # compilation is paid again by every query.
 NO_JIT = "set_config('jit', 'off', true)"
 ITERATIVE = "relaxed_order"
@@ -176,7 +179,7 @@ def nearest(
             not filters.conditions or (own is not None and len(filters.conditions) == 1))
         # ef_search stays the whole graph's (set with the other settings), also on a declared filter's
         # smaller graph: at 1M, the size rule's 100 for the 100k-row graph of a 10 % filter gave filtered
-        # recall@10 0.946, below the shared graph's filtered walk (docs/benchmarks.md, "Declared filters").
+        # recall below the shared graph's filtered walk (docs/benchmarks.md#declared-filters).
         iterate = not (every_row_passes and config.ef_search_at(graph) >= depth)
         rows = _walk(conn, filters, vector, literal, precision, depth, iterate, restore)
         if not iterate and len(rows) < depth:
@@ -250,7 +253,8 @@ def _walk(
     predicate, pparams = filters.predicate("d")
     order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, len(vector))
     # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
-    # reading every passing row and sorting them (62-68 ms vs 10 ms at 10k chunks, docs/benchmarks.md).
+    # reading every passing row and sorting them, several times slower at 10k chunks (the dated log, `git
+    # show 71a1400:docs/benchmarks.md`, "What dominates, measured").
     # Not prepared, so no cached plan outlives this setting.
     previous = conn.execute(
         "SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true),"

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ragfr import metrics
 from ragfr.errors import RagfrError
-from ragfr.retrieval.gate import Decision, GateConfig, assess, scale_for
+from ragfr.retrieval.gate import Decision, GateConfig, Outcome, assess, scale_for
 from ragfr.retrieval.types import Hit, SearchResult
 
 SYSTEM_PROMPT = (
@@ -17,6 +17,12 @@ SYSTEM_PROMPT = (
     "Cite chaque extrait utilisé par son identifiant entre crochets, par exemple [id]. "
     "Si les extraits ne permettent pas de répondre, dis-le clairement au lieu de deviner."
 )
+# The gate is unsure (Outcome.CAUTION): the model is told so, and the analyst reads CAUTION above the answer.
+CAUTION_PROMPT = (
+    " Les extraits ne contiennent peut-être pas la réponse : s'ils ne la contiennent pas, commence ta réponse par "
+    "« Les documents ne répondent pas à cette question. » et n'ajoute rien d'autre."
+)
+CAUTION = "Attention : les documents ne contiennent peut-être pas la réponse ; vérifiez les sources citées."
 
 
 class ChatClient(Protocol):
@@ -81,11 +87,14 @@ class Answer:
         return {
             "question": self.question,
             "grounded": self.grounded,
+            "caution": CAUTION if self.evidence.outcome is Outcome.CAUTION else None,
             "answer": self.answer,
             "citations": self.citations,
             "model": self.model,
             "evidence": {
                 "decision": self.evidence.outcome.value,
+                "rule": self.evidence.rule,
+                "probability": self.evidence.probability,
                 "scale": self.evidence.scale,
                 "top_score": self.evidence.top_score,
                 "evidence_threshold": self.evidence.evidence_threshold,
@@ -98,25 +107,32 @@ class Answer:
         }
 
 
-def build_messages(question: str, hits: Sequence[Hit]) -> list[dict[str, str]]:
+def build_messages(question: str, hits: Sequence[Hit], *, caution: bool = False) -> list[dict[str, str]]:
     context = "\n\n".join(f"[{h.id}]\n{h.text}" for h in hits)
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": SYSTEM_PROMPT + (CAUTION_PROMPT if caution else "")},
         {"role": "user", "content": f"Extraits :\n\n{context}\n\nQuestion : {question}"},
     ]
 
 
-def answer(result: SearchResult, chat: ChatClient, model: str, gate: GateConfig | None = None) -> Answer:
-    """Gate the search result; call `chat` only when the evidence clears the threshold."""
+def gate_search(result: SearchResult, gate: GateConfig | None = None) -> Decision[Hit]:
+    """The gate's decision on a search, as `ragfr ask` and `ragfr gate check` take it: the scale of the hits
+    (the cross-encoder's when calibrated), the search's evidence features and embedding model (the fitted
+    gate of that model, else the rank rule)."""
     reranked = bool(result.hits) and result.hits[0].rerank_score is not None
     gate = gate or GateConfig.for_scale(scale_for(reranked), int(result.settings.get("rrf_k", 60)))
-    evidence = assess(result.hits, gate)
-    metrics.gate_decision("cli", evidence.grounded)
+    return assess(result.hits, gate, evidence=result.evidence, embedding_model=result.settings.get("embedding_model"))
+
+
+def answer(result: SearchResult, chat: ChatClient, model: str, gate: GateConfig | None = None) -> Answer:
+    """Gate the search result; call `chat` only when the evidence clears the threshold."""
+    evidence = gate_search(result, gate)
+    metrics.gate_decision("cli", evidence.outcome.value, evidence.rule)
     if not evidence.grounded:
         return Answer(
             question=result.query, grounded=False, answer=None, citations=[], evidence=evidence, search=result,
             diagnostic={"message": "pas assez d'éléments dans les documents pour répondre", "reason": evidence.reason},
         )
-    text = chat.chat(model, build_messages(result.query, evidence.kept))
+    text = chat.chat(model, build_messages(result.query, evidence.kept, caution=evidence.outcome is Outcome.CAUTION))
     cited = [h.id for h in evidence.kept if f"[{h.id}]" in text] or [h.id for h in evidence.kept]
     return Answer(result.query, True, text, cited, evidence, result, model=model)

@@ -29,7 +29,8 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0
 OUTCOMES = ("ok", "timeout", "error")
 ARMS = ("lexical", "vector")  # the built-in arms' labels (ragfr.retrieval.arms), present from the start
 SURFACES = ("chat", "cli")
-DECISIONS = ("answer", "refuse")
+DECISIONS = ("answer", "caution", "refuse")
+RULES = ("evidence", "rank")
 CHECKS = ("model", "dimension")
 UNAVAILABLE = ("busy", "failed", "refused")
 
@@ -53,9 +54,14 @@ UNDERFILLED = Counter(
     "an arm short (filtered top-k; the reason is in the search log).",
 )
 GATE_DECISIONS = Counter(
-    "ragfr_gate_decisions", "Evidence gate decisions: answer (the chat model is called) or refuse (no model call), "
-    "in the chat (Open WebUI) or the CLI (ragfr ask).",
+    "ragfr_gate_decisions", "Evidence gate decisions: answer (the chat model is called), caution (called, told "
+    "the passages may not hold the answer) or refuse (no model call), in the chat (Open WebUI) or the CLI (ragfr ask).",
     ["surface", "decision"],
+)
+GATE_RULES = Counter(
+    "ragfr_gate_rules", "Which rule took each evidence gate decision: evidence (the fitted gate of the search's "
+    "embedding model) or rank (no fitted gate for that model, or a calibrated cross-encoder scale).",
+    ["surface", "rule"],
 )
 SPACE_MISMATCHES = Counter(
     "ragfr_embedding_space_mismatches", "Embeddings refused because they are not of the stored embedding space: "
@@ -77,6 +83,8 @@ for _a in ARMS:
 for _s in SURFACES:
     for _d in DECISIONS:
         GATE_DECISIONS.labels(_s, _d)
+    for _r in RULES:
+        GATE_RULES.labels(_s, _r)
 for _c in CHECKS:
     SPACE_MISMATCHES.labels(_c)
 for _k in UNAVAILABLE:
@@ -98,8 +106,13 @@ def search_failed(timeout: bool) -> None:
     SEARCHES.labels("timeout" if timeout else "error").inc()
 
 
-def gate_decision(surface: str, grounded: bool) -> None:
-    GATE_DECISIONS.labels(surface, "answer" if grounded else "refuse").inc()
+def gate_decision(surface: str, decision: bool | str, rule: str | None = None) -> None:
+    """`decision`: the outcome (answer, caution, refuse), or True/False for answer/refuse; `rule`: which rule
+    took it (evidence or rank), counted when given."""
+    GATE_DECISIONS.labels(surface, decision if isinstance(decision, str) else
+                          "answer" if decision else "refuse").inc()
+    if rule is not None:
+        GATE_RULES.labels(surface, rule).inc()
 
 
 def chat_search_unavailable(kind: str) -> None:

@@ -224,7 +224,7 @@ def test_ragfr_ask_and_the_chat_decide_through_the_one_function(monkeypatch: pyt
 
     seen: list[list[float | None]] = []
 
-    def refuse_all(scored: Any, gate_cfg: GateConfig, top: float | None = None) -> Decision[Any]:
+    def refuse_all(scored: Any, gate_cfg: GateConfig, top: float | None = None, **evidence: Any) -> Decision[Any]:
         scored = list(scored)
         seen.append([s for _, s in scored])
         return Decision(Outcome.REFUSE, "the one function said no", gate_cfg.scale, top,

@@ -13,11 +13,13 @@ import psycopg
 from ragfr import __version__
 from ragfr.cli import ask, datasets, embeddings, filter_index, ingest, migrate, owui, pgpass, search, verify_index
 from ragfr.cli import eval as eval_cmd
+from ragfr.cli import gate as gate_cmd
 from ragfr.errors import RagfrError
 
 # One module per verb, each with `register(subparsers)`; imported statically so that a missing or renamed
 # module is an import error at once, never a verb that silently disappears.
-COMMANDS = (migrate, ingest, search, ask, eval_cmd, datasets, embeddings, filter_index, verify_index, owui, pgpass)
+COMMANDS = (migrate, ingest, search, ask, gate_cmd, eval_cmd, datasets, embeddings, filter_index, verify_index, owui,
+            pgpass)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 
-from ragfr.ask import OllamaChat
+from ragfr.ask import CAUTION, OllamaChat
 from ragfr.cli.common import bounded_number
 from ragfr.cli.search import add_search_options
 
@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out.to_json(), ensure_ascii=False, indent=2))
     elif out.grounded:
+        if out.evidence.outcome.value == "caution":
+            print(f"{CAUTION}\n")
         print(out.answer)
         print(f"\nsources: {', '.join(out.citations)}")
     else:

@@ -39,13 +39,18 @@ from typing import Any
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
 from ragfr.errors import first_line
+from ragfr.retrieval import evidence_gate as fitted_gate
 from ragfr.retrieval import gate as evidence_gate
 from ragfr.retrieval import passage_keys as keys
-from ragfr.retrieval.gate import Decision, GateConfig, Scale, scale_for
+from ragfr.retrieval.gate import Decision, GateConfig, Outcome, Scale, scale_for
 
 log = logging.getLogger("ragfr.gate")
 
 REFUSAL = "Les documents joints ne permettent pas de répondre à cette question."
+# Outcome CAUTION: a source of its own, listed with the citations (the analyst's caution line) and read by the
+# model with the passages (its instruction to say so when they do not hold the answer).
+CAUTION = ("Prudence : les documents joints ne contiennent peut-être pas la réponse. Si les extraits ne "
+           "permettent pas de répondre, dis-le clairement au lieu de deviner.")
 NO_PASSAGE = "Aucun passage des documents joints ne correspond à la question."
 CLOSEST = "Passages les plus proches :"
 # When the search itself could not run: not "the documents do not answer", which would be a claim about them.
@@ -104,7 +109,8 @@ class ChatView:
 
     def source_metadata(self) -> dict[str, Any]:
         d = self.decision
-        return {keys.GATE: d.outcome.value, keys.GATE_SCALE: d.scale, keys.GATE_TOP_SCORE: d.top_score,
+        return {keys.GATE: d.outcome.value, keys.GATE_RULE: d.rule, keys.GATE_PROBABILITY: d.probability,
+                keys.GATE_SCALE: d.scale, keys.GATE_TOP_SCORE: d.top_score,
                 keys.GATE_EVIDENCE_THRESHOLD: d.evidence_threshold, keys.GATE_NOISE_FLOOR: d.noise_floor,
                 keys.GATE_REASON: self.reason}
 
@@ -184,11 +190,29 @@ def assess(passages: list[Passage], scale: Scale) -> ChatView:
         for p in passages:
             p.score = float(p.metadata[keys.RRF_SCORE])
         tops = [float(p.metadata.get(keys.TOP_RRF_SCORE, p.score or 0.0)) for p in passages]
-    decision = evidence_gate.decide([(p, p.score) for p in passages], gate_cfg, top=max(tops, default=None))
+    model, features = search_evidence(passages)
+    decision = evidence_gate.decide([(p, p.score) for p in passages], gate_cfg, top=max(tops, default=None),
+                                    evidence=features, embedding_model=model)
     if decision.grounded:
         return ChatView(decision, decision.kept[:MAX_KEPT])
     shown = passages[:MAX_SHOWN]
     return ChatView(decision, shown, refusal_text(shown))
+
+
+def search_evidence(passages: list[Passage]) -> tuple[str | None, dict[str, float] | None]:
+    """(embedding model, evidence features) of the searches behind the passages. Open WebUI may have run
+    several queries: the most favourable search's features are read (as the rank rule reads the best top
+    score), by the fitted gate of the model when there is one."""
+    model = next((str(p.metadata[keys.EMBEDDING_MODEL]) for p in passages if p.metadata.get(keys.EMBEDDING_MODEL)),
+                 None)
+    found = {str(p.metadata[keys.EVIDENCE]) for p in passages if p.metadata.get(keys.EVIDENCE)}
+    candidates = [json.loads(text) for text in sorted(found)]
+    if not candidates:
+        return model, None
+    fitted = fitted_gate.load(model) if model else None
+    if fitted is None:
+        return model, candidates[0]
+    return model, max(candidates, key=fitted.probability)
 
 
 def refusal_text(shown: list[Passage]) -> str:
@@ -241,8 +265,12 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
     except Exception as exc:  # fail closed: no evidence we can vouch for, no model call
         verdict = error_verdict(exc)
     metadata[METADATA_KEY] = verdict.to_json()
-    metrics.gate_decision("chat", verdict.decision.grounded)
+    metrics.gate_decision("chat", verdict.decision.outcome.value, verdict.decision.rule)
     _log(verdict, metadata, question, passages, started)
+    if verdict.decision.outcome is Outcome.CAUTION:
+        return [*_select(sources, verdict, keep_others=True),
+                {"source": {"id": "ragfr-evidence-gate", "name": "ragfr : prudence"},
+                 "document": [CAUTION], "metadata": [verdict.source_metadata()]}]
     if verdict.decision.grounded:
         return _select(sources, verdict, keep_others=True)
     if not verdict.shown:

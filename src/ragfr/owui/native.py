@@ -14,6 +14,7 @@ Everything retrieval-related happens in `ragfr.retrieval.hybrid.search`; this mo
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -114,6 +115,7 @@ def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
         # What the vector arm's answer depended on (ArmReport.scope): "collections" when the knowledge base
         # was scored exactly, so no other upload can change it; the chat's gate log repeats it.
         keys.VECTOR_SCOPE: next((a.scope for a in result.arms.values() if a.scope), None),
+        keys.EVIDENCE: json.dumps(result.evidence, separators=(",", ":")),
     }
     if result.underfilled:
         extra[keys.UNDERFILL_REASON] = result.underfill_reason

@@ -29,11 +29,12 @@ Scales
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Literal, TypeVar
 
+from ragfr.retrieval import evidence_gate
 from ragfr.retrieval.types import Hit
 
 Scale = Literal["rrf", "cross-encoder"]
@@ -73,6 +74,9 @@ class Outcome(StrEnum):
     that only ask "is the model called?" read `Decision.grounded`."""
 
     ANSWER = "answer"  # the chat model is called with the kept passages
+    # the chat model is called with the kept passages and told to say plainly when they do not hold the
+    # answer; the analyst sees a caution line (issue 38 item 3: the fitted evidence gate is unsure)
+    CAUTION = "caution"
     REFUSE = "refuse"  # no model call: a fixed message and the closest passages
 
 
@@ -90,6 +94,10 @@ class Decision(Generic[T]):
     noise_floor: float
     kept: list[T] = field(default_factory=list)  # at or above the noise floor, in the search's order
     scored: list[tuple[T, float | None]] = field(default_factory=list)  # every candidate with its score
+    # which rule decided: "evidence" (the fitted gate of the search's embedding model, ragfr.retrieval.
+    # evidence_gate: `probability` is its p) or "rank" (the RRF / cross-encoder threshold rule above)
+    rule: str = "rank"
+    probability: float | None = None
 
     @property
     def grounded(self) -> bool:
@@ -106,7 +114,8 @@ class Decision(Generic[T]):
         """The decision without its items: what every surface logs and reports."""
         return {"decision": self.outcome.value, "grounded": self.grounded, "reason": self.reason,
                 "scale": self.scale, "top_score": self.top_score,
-                "evidence_threshold": self.evidence_threshold, "noise_floor": self.noise_floor}
+                "evidence_threshold": self.evidence_threshold, "noise_floor": self.noise_floor,
+                "rule": self.rule, "probability": self.probability}
 
 
 def scale_for(reranked: bool) -> Scale:
@@ -137,19 +146,36 @@ def _verdict(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[Outco
     return Outcome.ANSWER, f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
 
 
-def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: float | None = None) -> Decision[T]:
+def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: float | None = None, *,
+           evidence: Mapping[str, float] | None = None, embedding_model: str | None = None) -> Decision[T]:
     """The one decision of `ragfr ask` (through `assess`) and of the chat (`ragfr.owui.chat_gate`), on the
     candidates in their order with their score on `gate.scale` (None: not scored on it). `top` is the search's
     best score, by default the best of `scored`; the chat passes the one ragfr stamped on every passage,
-    because Open WebUI may have dropped the best passage before the gate sees them."""
+    because Open WebUI may have dropped the best passage before the gate sees them.
+
+    `evidence`: the search's evidence features (SearchResult.evidence). On the RRF scale, when the package
+    ships a fitted gate for `embedding_model` (ragfr.retrieval.evidence_gate), it decides among answer,
+    caution and refuse; otherwise the rank rule decides (answer or refuse) and its reason says why. A
+    calibrated cross-encoder scale keeps its threshold: the fitted gate never read a cross-encoder score."""
     scored = list(scored)
     if top is None:
         top = max((s for _, s in scored if s is not None), default=None)
     kept = [item for item, score in scored if score is not None and score >= gate.noise_floor]
+    fitted = evidence_gate.load(embedding_model) if embedding_model and gate.scale == "rrf" else None
     outcome, reason = _verdict(top, bool(kept), gate)
-    return Decision(outcome, reason, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept, scored)
+    if fitted is None or evidence is None or top is None or not kept:
+        if gate.scale == "rrf" and embedding_model and top is not None and kept:
+            reason += (f" (rank rule: no fitted evidence gate for {embedding_model})" if fitted is None
+                       else " (rank rule: the search carries no evidence features)")
+        return Decision(outcome, reason, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept, scored)
+    verdict, p, why = fitted.decide(evidence)
+    return Decision(Outcome(verdict), why, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept,
+                    scored, rule=evidence_gate.RULE, probability=p)
 
 
-def assess(hits: list[Hit], gate: GateConfig) -> Decision[Hit]:
-    """`ragfr ask`'s decision on a search's hits (and the tools' that replay it)."""
-    return decide([(h, score_of(h, gate.scale)) for h in hits], gate)
+def assess(hits: list[Hit], gate: GateConfig, *, evidence: Mapping[str, float] | None = None,
+           embedding_model: str | None = None) -> Decision[Hit]:
+    """`ragfr ask`'s decision on a search's hits (and the tools' that replay it); pass the search's
+    `evidence` and embedding model for the fitted gate (`decide`)."""
+    return decide([(h, score_of(h, gate.scale)) for h in hits], gate, evidence=evidence,
+                  embedding_model=embedding_model)

@@ -23,6 +23,9 @@ EMBEDDING_MODEL = "ragfr_embedding_model"
 UNDERFILLED = "ragfr_underfilled"
 UNDERFILL_REASON = "ragfr_underfill_reason"
 VECTOR_SCOPE = "ragfr_vector_scope"
+# The search's evidence features (ragfr.retrieval.evidence.FEATURES), JSON text, on every hit: the fitted gate
+# reads the search's, like TOP_RRF_SCORE.
+EVIDENCE = "ragfr_evidence"
 
 
 def arm_rank(arm: str) -> str:
@@ -41,7 +44,9 @@ INCIDENT = "ragfr_incident"
 COLLECTION = "ragfr_collection"
 
 # The gate's decision, on each passage it lets through or shows (chat_gate.source_metadata).
-GATE = "ragfr_gate"  # the outcome: answer or refuse
+GATE = "ragfr_gate"  # the outcome: answer, caution or refuse
+GATE_RULE = "ragfr_gate_rule"  # evidence (the fitted gate) or rank
+GATE_PROBABILITY = "ragfr_gate_probability"
 GATE_SCALE = "ragfr_gate_scale"
 GATE_TOP_SCORE = "ragfr_gate_top_score"
 GATE_EVIDENCE_THRESHOLD = "ragfr_gate_evidence_threshold"

@@ -1,0 +1,66 @@
+"""The chat's evidence gate with a fitted gate (issue 38 item 3): the decision is gate.decide's on the
+search's evidence features stamped on every passage; a caution lets the passages through with a French
+caution source the analyst sees and the model reads; the rank rule runs when the model has no fitted gate."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ragfr.owui.chat_gate import CAUTION, METADATA_KEY, gate, refusal_response
+from ragfr.retrieval import evidence_gate
+from ragfr.retrieval.evidence import FEATURES
+from ragfr.retrieval.evidence_gate import from_json
+
+KB = [{"type": "collection", "id": "kb1"}]
+
+
+def fitted_on_cos1():
+    coef = [1.0 if f == "cos1" else 0.0 for f in FEATURES]
+    return from_json({"embedding_model": "m", "features": list(FEATURES),
+                      "model": {"mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES), "coef": coef,
+                                "intercept": 0.0},
+                      "thresholds": {"answer_at": 0.8, "caution_at": 0.3}}, "test")
+
+
+def source(cos1: float, model: str = "m", top: float = 0.02) -> dict[str, Any]:
+    evidence = json.dumps({**dict.fromkeys(FEATURES, 0.0), "cos1": cos1})
+    return {"source": {"type": "collection", "id": "kb1", "name": "Contrats"},
+            "document": ["passage 0", "passage 1"],
+            "metadata": [{"name": "contrat.txt", "ragfr_chunk_id": f"c{i}", "ragfr_rrf_score": top,
+                          "ragfr_top_rrf_score": top, "ragfr_embedding_model": model, "ragfr_evidence": evidence}
+                         for i in range(2)]}
+
+
+def run(sources: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    metadata: dict[str, Any] = {"files": KB}
+    return gate(metadata, sources, question="Quel délai ?", searched=True, reranked=False), metadata
+
+
+def test_the_chat_answers_cautions_and_refuses_by_the_fitted_gate(monkeypatch) -> None:
+    monkeypatch.setattr(evidence_gate, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    out, metadata = run([source(2.0)])  # p 0.88: answer, although the rank rule would refuse (top 0.02)
+    assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["rule"] == "evidence"
+    assert all(m["ragfr_gate_rule"] == "evidence" for m in out[0]["metadata"]) and len(out) == 1
+
+    out, metadata = run([source(1.0)])  # p 0.73: caution
+    assert metadata[METADATA_KEY]["decision"] == "caution" and metadata[METADATA_KEY]["grounded"] is True
+    assert out[-1]["document"] == [CAUTION] and out[-1]["metadata"][0]["ragfr_gate"] == "caution"
+    assert out[0]["document"] == ["passage 0", "passage 1"]  # the passages still reach the model
+    assert refusal_response({"model": "x"}, metadata, object) is None  # the model is called
+
+    _, metadata = run([source(-1.0)])  # p 0.27: refuse, no model call
+    assert metadata[METADATA_KEY]["decision"] == "refuse"
+    assert refusal_response({"model": "x", "stream": False}, metadata, object) is not None
+
+    # several queries (Open WebUI's query generation): the most favourable search decides
+    _, metadata = run([source(-1.0), source(2.0)])
+    assert metadata[METADATA_KEY]["decision"] == "answer"
+
+
+def test_a_model_without_a_fitted_gate_falls_back_to_the_rank_rule_and_says_so(monkeypatch) -> None:
+    monkeypatch.setattr(evidence_gate, "load", lambda model: None)
+    _, metadata = run([source(2.0, model="local:unfitted", top=0.04)])
+    decision = metadata[METADATA_KEY]
+    assert decision["rule"] == "rank" and decision["decision"] == "answer"
+    assert "no fitted evidence gate for local:unfitted" in decision["reason"]

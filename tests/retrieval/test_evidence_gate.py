@@ -1,0 +1,67 @@
+"""The fitted evidence decision (issue 38 items 2-3): three outcomes from the features, the shipped
+coefficients per embedding model, and the rank rule's fallback for a model without them."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragfr.retrieval import evidence_gate
+from ragfr.retrieval.evidence import FEATURES
+from ragfr.retrieval.evidence_gate import from_json, load, slug
+
+
+def gate_on(feature: str, weight: float, answer_at: float = 0.8, caution_at: float = 0.3):
+    """A gate reading one feature: p = sigmoid(weight * value) (mean 0, scale 1)."""
+    coef = [weight if f == feature else 0.0 for f in FEATURES]
+    return from_json({"embedding_model": "m", "features": list(FEATURES),
+                      "model": {"mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES), "coef": coef,
+                                "intercept": 0.0},
+                      "thresholds": {"answer_at": answer_at, "caution_at": caution_at}}, "test")
+
+
+def test_three_outcomes_at_the_thresholds() -> None:
+    gate = gate_on("cos1", 1.0)
+    # sigmoid(x) = 0.8 at x = ln 4, 0.3 at x = ln(3/7)
+    assert gate.decide({"cos1": 2.0})[0] == "answer"
+    assert gate.decide({"cos1": 1.0})[0] == "caution"  # p 0.731
+    assert gate.decide({"cos1": -1.0})[0] == "refuse"  # p 0.269
+    verdict, p, reason = gate.decide({"cos1": 0.0})
+    assert verdict == "caution" and p == pytest.approx(0.5) and "between the caution threshold" in reason
+    assert gate.decide({})[0] == "caution"  # a missing feature reads as 0, never as an error
+
+
+def test_a_file_fitted_on_other_features_is_refused() -> None:
+    with pytest.raises(ValueError, match="refit"):
+        from_json({"embedding_model": "m", "features": ["cos1"], "model": {}, "thresholds": {}}, "old.json")
+
+
+def test_a_model_without_coefficients_has_no_fitted_gate() -> None:
+    assert load("local:a-model-nobody-fitted") is None
+    assert slug("local:multilingual-e5-small") == "local_multilingual-e5-small"
+
+
+def test_the_one_decision_takes_three_outcomes_with_a_fitted_gate(monkeypatch) -> None:
+    """gate.decide (ragfr ask and the chat): the fitted gate of the search's model decides and says so; the
+    noise floor and an empty search still refuse whatever the features say."""
+    from ragfr.retrieval.gate import GateConfig, Outcome, decide
+
+    fitted = gate_on("cos1", 1.0)
+    monkeypatch.setattr(evidence_gate, "load", lambda model: fitted if model == "m" else None)
+    rrf = GateConfig.for_scale("rrf")
+    scored = [("a", 0.02), ("b", 0.016)]  # below the rank rule's evidence threshold (0.03227)
+    assert decide(scored, rrf).outcome is Outcome.REFUSE  # no evidence given: the rank rule
+    for cos, want in ((2.0, Outcome.ANSWER), (1.0, Outcome.CAUTION), (-1.0, Outcome.REFUSE)):
+        d = decide(scored, rrf, evidence={"cos1": cos}, embedding_model="m")
+        assert d.outcome is want and d.rule == "evidence" and d.probability is not None
+        assert d.summary()["rule"] == "evidence" and d.summary()["decision"] == want.value
+        assert d.grounded is (want is not Outcome.REFUSE)
+    other = decide(scored, rrf, evidence={"cos1": 2.0}, embedding_model="x")
+    assert other.rule == "rank" and other.outcome is Outcome.REFUSE and other.probability is None
+    grounded = decide([("a", 0.04)], rrf, evidence={"cos1": 2.0}, embedding_model="x")
+    assert grounded.outcome is Outcome.ANSWER and "no fitted evidence gate for x" in grounded.reason
+    assert decide([], rrf, evidence={"cos1": 2.0}, embedding_model="m").outcome is Outcome.REFUSE
+    below_floor = decide([("a", 0.001)], rrf, evidence={"cos1": 2.0}, embedding_model="m")
+    assert below_floor.outcome is Outcome.REFUSE and below_floor.rule == "rank"
+    # a calibrated cross-encoder scale keeps its threshold: the fitted gate never read its scores
+    ce = GateConfig("cross-encoder", -4.0, 0.0)
+    assert decide([("a", 1.0)], ce, evidence={"cos1": -5.0}, embedding_model="m").rule == "rank"

@@ -5,11 +5,16 @@
 #   2. .venv-owui with the real open-webui 0.12.4 (CPU torch when reachable) (scripts/setup-owui.sh),
 #      .venv-s3double with moto's S3 server (scripts/setup-s3double.sh)
 #      the three images the chart names, smoke-tested                      (make images)
-#   3. ruff + mypy
-#   4. the private PostgreSQL cluster (free loopback port), the cluster smoke (make cluster-smoke),
-#      all pytest suites including the slow ones
-#      (emulated old CPU, real Open WebUI end to end), then the retrieval-quality gate
+#   3. the private PostgreSQL cluster (free loopback port), then two lanes at once (issue 37 item 9: the machine
+#      has two cores, and half the suite waits on podman, Open WebUI, a browser or a registry):
+#        servers: the cluster smoke (make cluster-smoke), then pytest on the tests that mostly wait
+#                 (tests/owui: one Open WebUI server for its API tests; tests/images; the cluster-smoke tests)
+#        compute: ruff + mypy, then pytest on every other test (chart renders, retrieval, emulated old CPU, ...)
+#      each lane's output in .build/test-lanes/<lane>.log, printed whole when both are done; the run fails if
+#      either lane failed. Together the two pytest runs collect exactly the tests `pytest` collects.
+#   4. the retrieval-quality gate
 #   5. the cluster is stopped whatever happened
+# `scripts/test.sh ARGS...` (e.g. a test path): one pytest with those arguments, no lanes.
 # Re-runs skip setup steps whose inputs did not change (stamps under .build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,27 +32,68 @@ bash scripts/setup-s3double.sh
 step "images: ragfr/ragdb, ragfr/ragfr, ragfr/owui-init with the chart's appVersion, each smoke-tested (make images)"
 bash scripts/images.sh build
 
-step "lint: ruff + mypy"
-.venv/bin/ruff check src tools tests patches
-.venv/bin/mypy
-
 step "private PostgreSQL cluster for the tests"
 dsn=$(bash scripts/pg.sh start | tail -n 1)
 dsn=${dsn#DATABASE_URL=}
 export RAGFR_TEST_DSN="$dsn"
 export OMP_NUM_THREADS=2
+pytest_run=(.venv/bin/pytest -q -p no:cacheprovider --durations=15)
 
-step "cluster smoke: the rendered default chart's workloads with podman (make cluster-smoke)"
-.venv/bin/python -m ragfr_tools.kubesim.smoke --example default
-
-step "pytest (all suites)"
-set +e
-.venv/bin/pytest -q -p no:cacheprovider --durations=15 "$@"
-rc=$?
-set -e
+if [[ $# -gt 0 ]]; then
+  step "lint: ruff + mypy"
+  .venv/bin/ruff check src tools tests patches
+  .venv/bin/mypy
+  step "pytest $*"
+  set +e
+  "${pytest_run[@]}" "$@"
+  rc=$?
+  set -e
+else
+  # The tests that mostly wait: subprocess servers, containers, a browser, registries. Everything else is the
+  # compute lane (--ignore of exactly these paths), so no test is left out or run twice.
+  servers=(tests/owui tests/images tests/tools/test_cluster_smoke.py)
+  ignore=(); for p in "${servers[@]}"; do ignore+=(--ignore "$p"); done
+  lanes=.build/test-lanes
+  mkdir -p "$lanes"
+  step "two lanes: servers (cluster smoke, then pytest ${servers[*]}) and compute (ruff + mypy, then pytest on the rest); logs in $lanes"
+  (
+    set -e
+    echo "== cluster smoke: the rendered default chart's workloads with podman (make cluster-smoke)"
+    .venv/bin/python -m ragfr_tools.kubesim.smoke --example default
+    echo "== pytest ${servers[*]}"
+    "${pytest_run[@]}" "${servers[@]}"
+  ) >"$lanes/servers.log" 2>&1 &
+  servers_pid=$!
+  (
+    set -e
+    echo "== lint: ruff + mypy"
+    .venv/bin/ruff check src tools tests patches
+    .venv/bin/mypy
+    echo "== pytest (all but ${servers[*]})"
+    "${pytest_run[@]}" "${ignore[@]}"
+  ) >"$lanes/compute.log" 2>&1 &
+  compute_pid=$!
+  set +e
+  wait "$compute_pid"; compute_rc=$?
+  step "compute lane done (exit $compute_rc)"
+  wait "$servers_pid"; servers_rc=$?
+  step "servers lane done (exit $servers_rc)"
+  set -e
+  for lane in compute servers; do
+    step "lane $lane: $lanes/$lane.log"
+    cat "$lanes/$lane.log"
+  done
+  # Both verdicts last, where the end of a long log is read: each lane's failing tests and its pytest summary.
+  for lane in compute servers; do
+    echo "lane $lane: $(grep -E '^[0-9]+ (passed|failed|error)|^(no tests ran|=+ .* in [0-9.]+s)' "$lanes/$lane.log" \
+      | tail -n 1)"
+    grep -E '^(FAILED|ERROR) ' "$lanes/$lane.log" | sed "s/^/  $lane: /" || true
+  done
+  rc=$(( compute_rc != 0 ? compute_rc : servers_rc ))
+fi
 # pytest's 5 means "no test collected": that is a failure here, never a pass.
 if [[ $rc -ne 0 ]]; then
-  step "pytest FAILED (exit $rc)"
+  step "tests FAILED (exit $rc)"
   exit "$rc"
 fi
 

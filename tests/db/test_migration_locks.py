@@ -50,3 +50,24 @@ def test_a_migration_waiting_behind_a_long_transaction_is_rolled_back_naming_it(
     assert "ragfr_test_extra" not in columns
     migrate(dsn, directory=directory, lock_timeout_s=0.5)  # once the reader is gone, it applies
     assert 900 in (applied_versions(dsn) or set())
+
+
+def test_the_blocker_named_is_in_this_database_not_a_clone_with_the_same_table_oid(migrated_db: MigratedDb) -> None:
+    # Two databases cloned from one template: their document_chunk has the same OID. A reader of the OTHER one
+    # holds no lock on ours, and must be neither named nor offered to pg_terminate_backend (found when two test
+    # lanes share the cluster: another test's reader was named as this one's blocker).
+    from ragfr.db import ddl
+    from ragfr.db.locks import relation_holders
+
+    ours, theirs = migrated_db(), migrated_db()
+    with psycopg.connect(theirs, application_name="other-database-reader") as other, \
+            psycopg.connect(ours, application_name="our-reader") as reader, psycopg.connect(ours) as conn:
+        other.execute("SELECT count(*) FROM document_chunk")  # ACCESS SHARE in its database, transaction open
+        reader.execute("SELECT count(*) FROM document_chunk")
+        same_oid = [c.execute("SELECT 'document_chunk'::regclass::oid").fetchone() for c in (other, reader)]
+        assert same_oid[0] == same_oid[1]  # the premise: clones share the OID
+        named = relation_holders(conn, "document_chunk")
+        hint = ddl._terminate_hint(conn)
+        assert f"server pid {reader.info.backend_pid} (application our-reader" in named, named
+        assert "other-database-reader" not in named and str(other.info.backend_pid) not in named, named
+        assert hint.endswith(f"pg_terminate_backend({reader.info.backend_pid})"), hint

@@ -95,6 +95,7 @@ def lock_holders(conn: psycopg.Connection) -> str:
 def _terminate_hint(conn: psycopg.Connection) -> str:
     pids = [int(r[0]) for r in conn.execute(
         "SELECT DISTINCT l.pid FROM pg_locks l WHERE l.locktype = 'relation' AND l.relation = to_regclass(%s)"
+        " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"  # OIDs are per database
         " AND l.granted AND l.pid <> pg_backend_pid() ORDER BY 1 LIMIT 3", (names.TABLE,)
     )]
     target = str(pids[0]) if len(pids) == 1 else "PID"

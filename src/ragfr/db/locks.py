@@ -21,7 +21,14 @@ _SESSIONS = (
 
 def relation_holders(conn: psycopg.Connection, relation: str) -> str:
     """Sessions holding any lock on `relation` (a table name)."""
-    return _describe(conn, "l.locktype = 'relation' AND l.relation = to_regclass(%s)", (relation,))
+    # Relation OIDs are per database, and databases cloned from one template (or restored from one dump) share
+    # them: without the database, another database's readers of its own document_chunk would be named.
+    return _describe(
+        conn,
+        "l.locktype = 'relation' AND l.relation = to_regclass(%s)"
+        " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        (relation,),
+    )
 
 
 def advisory_holders(conn: psycopg.Connection, key: int) -> str:

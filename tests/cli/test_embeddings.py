@@ -280,7 +280,7 @@ def test_the_dry_run_measures_at_the_priority_of_the_run(source_db: Callable[[in
 
 
 def test_resume_hints_repeat_the_options_given(capsys) -> None:
-    from ragfr.embmigrate.runner import MigrateOptions
+    from ragfr.embmigrate.options import MigrateOptions
 
     opts = MigrateOptions(to=TARGET, dims=384, batch=16, no_switch=True, dsn="postgresql://u:secret@h/db",
                           dsn_given=True)

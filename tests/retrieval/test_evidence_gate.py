@@ -3,6 +3,8 @@ coefficients per embedding model, and the rank rule's fallback for a model witho
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ragfr.retrieval import evidence_gate
@@ -38,6 +40,14 @@ def test_a_file_fitted_on_other_features_is_refused() -> None:
 def test_a_model_without_coefficients_has_no_fitted_gate() -> None:
     assert load("local:a-model-nobody-fitted") is None
     assert slug("local:multilingual-e5-small") == "local_multilingual-e5-small"
+
+
+def test_the_shipped_e5_coefficients_load_and_say_what_they_were_fitted_on() -> None:
+    gate = load("local:multilingual-e5-small")
+    assert gate is not None and gate.features == FEATURES and 0 < gate.caution_at <= gate.answer_at < 1
+    path = evidence_gate.resources.files("ragfr.retrieval") / "gate_models" / "local_multilingual-e5-small.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["embedding_model"] == "local:multilingual-e5-small" and "gate_fit" in data["fitted"]["tool"]
 
 
 def test_the_one_decision_takes_three_outcomes_with_a_fitted_gate(monkeypatch) -> None:

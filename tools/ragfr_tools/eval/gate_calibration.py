@@ -54,6 +54,10 @@ class Scored:
     rrf: float
     cosine: float | None
     rerank: float | None = None  # the top hit's cross-encoder logit, when a reranker ran
+    # what `ragfr ask` and the chat decide (ragfr.ask.gate_search: the fitted evidence gate of the embedding
+    # model when the package ships one, else the rank rule) and which rule it was
+    decision: str = ""
+    rule: str = ""
 
 
 @dataclass
@@ -138,10 +142,13 @@ def score_collection(
 
 
 def _scored(qid: str, answerable: bool, result: Any) -> Scored:
+    from ragfr.ask import gate_search
+
     top = result.hits[0] if result.hits else None
+    decision = gate_search(result)
     return Scored(qid, answerable, top.rrf_score if top else 0.0,
                   max((h.semantic_score for h in result.hits if h.semantic_score is not None), default=None),
-                  top.rerank_score if top else None)
+                  top.rerank_score if top else None, decision.outcome.value, decision.rule)
 
 
 def sigmoid(x: float) -> float:
@@ -150,6 +157,7 @@ def sigmoid(x: float) -> float:
 
 def report(scored: list[Scored]) -> dict[str, Any]:
     _, default_evidence = rrf_thresholds(60)
+    n_pos, n_neg = sum(s.answerable for s in scored), sum(not s.answerable for s in scored)
     return {
         "answerable": sum(s.answerable for s in scored),
         "unanswerable": sum(not s.answerable for s in scored),
@@ -158,6 +166,10 @@ def report(scored: list[Scored]) -> dict[str, Any]:
             "best": _as_dict(best_threshold(scored, "rrf")),
         },
         "cosine_of_best_semantic_hit": {"best": _as_dict(best_threshold(scored, "cosine"))},
+        # the product's own decision (answered = not refused: a caution calls the model too)
+        "gate": {"answered": sum(s.decision != "refuse" for s in scored if s.answerable) / max(n_pos, 1),
+                 "refused": sum(s.decision == "refuse" for s in scored if not s.answerable) / max(n_neg, 1),
+                 "rules": sorted({s.rule for s in scored})},
         **_cross_encoder(scored),
         "scores": [asdict(s) for s in scored],
     }

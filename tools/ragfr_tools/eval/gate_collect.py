@@ -103,8 +103,25 @@ def collections(conn: Any, piaf: Dataset, golden: Dataset, embedder: Any) -> dic
     return out
 
 
-def collect(dsn: str, piaf_json: Path, out: Path, per_side: dict[str, int], seed: int = 38) -> list[dict[str, Any]]:
-    """Run every search of `plan`; write one JSON row per search to `out` and return them."""
+def articles_in(dsn: str, piaf: Dataset, collection: str) -> Dataset:
+    """PIAF restricted to the articles every paragraph of which `collection` holds (a partly ingested PIAF
+    collection: a run bounded in time on a busy machine, where embedding all of PIAF takes most of an hour)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        held = {str(r[0]) for r in conn.execute(
+            "SELECT DISTINCT vmetadata->>'doc_id' FROM document_chunk WHERE collection_name = %s", (collection,))}
+    by_title: dict[str, list[str]] = {}
+    for doc_id, doc in piaf.corpus.items():
+        by_title.setdefault(doc.title, []).append(doc_id)
+    titles = {t for t, ids in by_title.items() if all(i in held for i in ids)}
+    return subset(piaf, titles, f"piaf-{len(titles)}-articles")
+
+
+def collect(dsn: str, piaf_json: Path, out: Path, per_side: dict[str, int], seed: int = 38,
+            articles_from: str | None = None) -> list[dict[str, Any]]:
+    """Run every search of `plan`; write one JSON row per search to `out` and return them. `articles_from`:
+    restrict PIAF to the articles that collection holds whole (`articles_in`)."""
     import psycopg
 
     from ragfr.db.filters import from_mapping
@@ -115,6 +132,10 @@ def collect(dsn: str, piaf_json: Path, out: Path, per_side: dict[str, int], seed
     from ragfr.retrieval.gate import GateConfig, assess
 
     piaf, _, _ = split_dataset(load_piaf(piaf_json))
+    if articles_from:
+        piaf = articles_in(dsn, piaf, articles_from)
+        print(f"gate_collect: PIAF restricted to {piaf.name} ({len(piaf.corpus)} paragraphs, "
+              f"{len(piaf.queries)} questions)", flush=True)
     golden = load_dataset(GOLDEN)
     asks = list(plan(piaf, golden, per_side, seed))
     random.Random(seed).shuffle(asks)  # a run cut short still holds every side and kind in proportion

@@ -34,7 +34,7 @@ from ragfr_tools.eval.gate_collect import collect, read_rows
 from ragfr_tools.repo import REPO
 from ragfr_tools.reranker.data import EMBEDDER
 
-PER_SIDE = {"fit": 300, "dev": 150, "test": 250}
+PER_SIDE = {"fit": 200, "dev": 100, "test": 200}
 OUT = REPO / "docs" / "bench" / "gate-evidence.json"
 MODELS = REPO / "src" / "ragfr" / "retrieval" / "gate_models"
 KINDS = ("answerable", "miss", "near", "off")
@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--piaf", type=Path, default=REPO.parent / "shared" / "datasets" / "piaf" / "piaf-v1.1.json")
     ap.add_argument("--rows", type=Path, default=Path(".state/gatefit/rows.jsonl"))
     ap.add_argument("--reuse", action="store_true", help="read --rows instead of searching")
+    ap.add_argument("--piaf-articles-in", metavar="COLLECTION",
+                    help="restrict PIAF to the articles this (partly ingested) collection holds whole")
     ap.add_argument("--C", type=float, default=1.0, help="inverse L2 strength")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write-model", action="store_true")
@@ -151,10 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.reuse:
         rows = read_rows(args.rows)
     elif args.dsn:
-        rows = collect(args.dsn, args.piaf, args.rows, PER_SIDE)
+        rows = collect(args.dsn, args.piaf, args.rows, PER_SIDE, articles_from=args.piaf_articles_in)
     else:
         ap.error("--dsn (to search) or --reuse (a collected --rows file)")
     report, doc = evaluate(rows, args.C)
+    command = "python -m ragfr_tools.eval.gate_fit " + " ".join(argv if argv is not None else sys.argv[1:])
+    doc["fitted"].update(command=command.replace(args.dsn or "\0", "DSN"),
+                         piaf_articles_in=args.piaf_articles_in, questions_per_side=PER_SIDE)
+    report["command"] = doc["fitted"]["command"]
     report.update(goals=goals(report["sides"]["test"]["evidence"]), rows=str(args.rows),
                   embedding_model=EMBEDDER, per_side=PER_SIDE, model=doc["model"],
                   wall_seconds=round(time.monotonic() - started, 1))

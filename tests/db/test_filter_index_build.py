@@ -41,7 +41,7 @@ def test_a_build_waits_for_readers_reports_progress_and_lets_writes_through(migr
     worker = threading.Thread(target=build)
     worker.start()
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 180  # a hang guard: the build reports its wait as soon as it starts
         while not any("waiting for" in m for m in lines) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert any(m.startswith(filter_indexes.index_name("type", "contrat") + ": waiting for") for m in lines), lines

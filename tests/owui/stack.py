@@ -139,7 +139,7 @@ def start_double(tmp: Path) -> Double:
         stop(proc)
         raise AssertionError(log.read_text(errors="replace"))
     url = f"http://127.0.0.1:{port_file.read_text().strip()}"
-    wait_until_up(url + "/api/version", proc, log, 30)
+    wait_until_up(url + "/api/version", proc, log, 120)  # a hang guard; another test lane may load the cores
     return Double(url, proc, log)
 
 

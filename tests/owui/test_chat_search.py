@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,24 +172,24 @@ def test_none_only_where_ragfr_declines_the_database() -> None:
 def test_past_the_search_slots_a_question_gets_busy_within_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(chat_search.ENV_SEARCH_CONCURRENCY, "2")
 
-    async def scenario() -> tuple[list[Any], float]:
+    async def scenario() -> list[Any]:
         hold = asyncio.Event()
         client = Client(hold=hold)
         first = [asyncio.create_task(ask(client, Embedder())) for _ in range(2)]
         while client.calls < 2:  # both slots taken
             await asyncio.sleep(0.01)
-        started = time.perf_counter()
+        # The two slots are released only after the third question returns: it came back without them.
         third = await ask(client, Embedder())
-        waited = time.perf_counter() - started
         hold.set()
-        return [third, *await asyncio.gather(*first)], waited
+        return [third, *await asyncio.gather(*first)]
 
-    (third, *firsts), waited = asyncio.run(scenario())
+    third, *firsts = asyncio.run(scenario())
     (slots,) = chat_search._slots.values()
     assert slots.search.free == 2 and slots.embed.free == slots.limits.embed_concurrency, "every slot came back"
     assert third["metadatas"][0][0][UNAVAILABLE_KEY] == "busy"
+    # Ended by the slot wait's own 0.3 s, as the reason reports; no clock around it, which a busy machine
+    # stretches (issue 37 item 9).
     assert "no search slot free within 0.3 s" in third["metadatas"][0][0][UNAVAILABLE_REASON]
-    assert waited < 5
     assert all(f["documents"] == [["a", "b", "c"]] for f in firsts), "the two in their slots finish normally"
 
 

@@ -19,6 +19,8 @@ ALLOWED = {
     "migrations",
     "analysis", "cli", "db", "embed", "embmigrate", "eval", "ingest", "owui", "retrieval",
 }
+# The fitted evidence gate's coefficients of the default embedding model (ragfr.retrieval.evidence_gate).
+SHIPPED_GATE = "retrieval/gate_models/local_multilingual-e5-small.json"
 TOOL_NAMES = {"bench", "build", "devserver", "gate_calibration.py", "owui_native.py", "owui_driver.py", "baselines.py"}
 
 
@@ -38,6 +40,7 @@ def test_owui_init_context_holds_only_the_product() -> None:
     assert _entries(shipped) <= ALLOWED, sorted(_entries(shipped) - ALLOWED)
     assert not {Path(p).name for p in shipped} & TOOL_NAMES
     assert "owui/native.py" in shipped and "retrieval/hybrid.py" in shipped  # the product is really there
+    assert SHIPPED_GATE in shipped  # the chat's fitted evidence gate, as `ragfr ask`'s
 
 
 def test_wheel_holds_only_the_product(tmp_path: Path) -> None:
@@ -57,6 +60,7 @@ def test_wheel_holds_only_the_product(tmp_path: Path) -> None:
     assert _entries(inside) <= ALLOWED, sorted(_entries(inside) - ALLOWED)
     assert not {Path(p).name for p in inside} & TOOL_NAMES
     assert not any(n.startswith("ragfr_tools") for n in zipfile.ZipFile(wheel).namelist())
+    assert SHIPPED_GATE in inside  # package data: without it `ragfr ask` falls back to the rank rule
     # `ragfr migrate` from an installed wheel needs the SQL files (src/ragfr/migrations links to them).
     shipped_sql = {Path(n).name for n in inside if n.startswith("migrations/") and n.endswith(".sql")}
     assert shipped_sql == {p.name for p in (REPO / "migrations").glob("*.sql")}

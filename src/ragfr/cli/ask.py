@@ -11,11 +11,13 @@ from ragfr.cli.common import bounded_number
 from ragfr.cli.search import add_search_options
 
 EPILOG = """\
-No synthesis below the evidence threshold: when the best passage does not clear it, the chat model is
-NOT called; you get `grounded: false`, the exact scores and the threshold they missed. The rule is the
-chat's (ragfr/retrieval/gate.py): RRF scores, or the cross-encoder's logits when the hits were reranked
-AND $RAGFR_GATE_CE_EVIDENCE holds a calibrated threshold
-(docs/runbooks/calibrate-relevance-threshold.md).
+No synthesis below the evidence threshold: when the evidence does not clear it, the chat model is NOT
+called; you get `grounded: false`, the scores and the threshold they missed. The rule is the chat's
+(ragfr/retrieval/gate.py): the fitted evidence gate of the collection's embedding model when the package
+ships one (answer, answer with a caution line, or refuse; `rule: evidence`, docs/retrieval-quality.md),
+else RRF scores, or the cross-encoder's logits when the hits were reranked AND $RAGFR_GATE_CE_EVIDENCE
+holds a calibrated threshold (docs/runbooks/calibrate-relevance-threshold.md). `ragfr gate check` prints
+the decision for a file of questions without calling any model.
 
 No cross-encoder by default (the fused top -k, 10, go to the gate): the French one trained here ranks below
 RRF and costs ~2.4 s a question (docs/retrieval-quality.md, "Cross-encoder"). --rerank turns it on, as in

@@ -29,12 +29,12 @@ REQUEST_TIMEOUT_S = 120.0  # a chat still unanswered then is recorded as a hang 
 
 
 # Replies that carry the gate's decision on the passages: the only ones a repeat can be compared with.
-JUDGED = ("answered", "refused")
+JUDGED = ("answered", "cautioned", "refused")
 
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str  # answered, refused, busy, failed, refused-query, ungated, error
+    kind: str  # answered, cautioned, refused, busy, failed, refused-query, ungated, error
     detail: str  # the gate's reason, or the error
     signature: tuple[str, ...]  # decision + chunk ids (cited or shown); () for errors
     seconds: float
@@ -54,6 +54,8 @@ def classify(reply: dict[str, Any], seconds: float) -> Outcome:
     chunks = tuple(str(m.get("ragfr_chunk_id")) for m in metas if m.get("ragfr_chunk_id"))
     if decision == "answer":
         return Outcome("answered", "", ("answer", *chunks), seconds)
+    if decision == "caution":  # the fitted evidence gate was unsure: the model answered under a caution line
+        return Outcome("cautioned", _reason_class(reason), ("caution", *chunks), seconds)
     for kind in ("busy", "failed", "refused"):
         if reason.startswith(f"search {kind}"):
             return Outcome("refused-query" if kind == "refused" else kind, reason, (f"search {kind}",), seconds)
@@ -172,6 +174,7 @@ def run_level(url: str, token: str, model: str, kb_id: str, pool: list[str], *, 
         "outcomes": dict(sorted(kinds.items())),
         "errors": dict(sorted(Counter(o.detail for o in outcomes if o.kind == "error").items())),
         "refusals": dict(sorted(Counter(o.detail for o in outcomes if o.kind == "refused").items())),
+        "cautions": dict(sorted(Counter(o.detail for o in outcomes if o.kind == "cautioned").items())),
         "unavailable": dict(sorted(Counter(o.detail.split(":")[0] for o in outcomes
                                            if o.kind in ("busy", "failed", "refused-query")).items())),
         "legacy_searches": (after_legacy - before_legacy) if before_legacy is not None and after_legacy is not None

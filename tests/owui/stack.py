@@ -174,7 +174,9 @@ def start_open_webui(tmp: Path, site: Path, patched: Path, dsn: str, double: Dou
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until_up(url + "/health", proc, log, 240)
+        # A hang guard, not a speed check: Open WebUI took more than 240 s to start with the two cores at load
+        # 13 (helpers' measurement for issue 37 item 9), and scripts/test.sh runs another lane beside it.
+        wait_until_up(url + "/health", proc, log, 720)
     except AssertionError:
         stop(proc)
         raise

@@ -62,7 +62,7 @@ class OpenWebUI:
                 cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
         try:
-            wait_until_up(self.url + "/health", self.proc, self.log, 300)
+            wait_until_up(self.url + "/health", self.proc, self.log, 720)  # a hang guard (see stack.py)
         except BaseException:
             stop(self.proc)
             raise

@@ -42,7 +42,9 @@ dsn=$(bash scripts/pg.sh start | tail -n 1)
 dsn=${dsn#DATABASE_URL=}
 export RAGFR_TEST_DSN="$dsn"
 export OMP_NUM_THREADS=2
-pytest_run=(.venv/bin/pytest -q -p no:cacheprovider --durations=15)
+# pytest-timeout's per-test hang guard (900 s in pyproject.toml) doubled: with the lanes side by side on a busy
+# machine, one module's setup (test_browser_reranker: a model, a server, a browser) took 765 s at load 13.
+pytest_run=(.venv/bin/pytest -q -p no:cacheprovider --durations=15 --timeout 1800)
 
 if [[ $# -gt 0 ]]; then
   step "lint: ruff + mypy"

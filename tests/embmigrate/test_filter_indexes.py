@@ -77,3 +77,30 @@ def test_sync_leaves_the_indexes_alone_while_a_migration_is_open(source_db) -> N
     assert rollback(dsn, print, progress=False) == 0
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert filter_indexes.sync(conn).built == [filter_indexes.index_name("type", "notice")]
+
+
+def test_a_large_collections_own_graph_moves_to_the_new_space(source_db) -> None:
+    """A collection's own graph (issue 39, migration 0016) is a declaration like a filter's: the migration
+    builds it on the new column, on the normalized vectors as sync does, and the switch renames it in. The
+    limit is lowered to 10 chunks (sync's and the search's, the one setting) so the fixture's 24 count as a
+    large collection; exact_threshold=1 forces the walk on 24 rows (see test_filter_index.py)."""
+    dsn = source_db(24)
+    graph = filter_indexes.index_name(filter_indexes.COLLECTION_KEY, "kb-1", on_collection=True)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        report = filter_indexes.sync(conn, collection_rows=10)
+        assert report.collections_declared == ["kb-1"] and report.built == [graph]
+    assert runner.migrate(_opts(dsn), print) == 0
+    indexes = snapshot(dsn)["indexes"]
+    assert "((l2_normalize(vector))::halfvec(384)) halfvec_cosine_ops)" in indexes[graph], indexes[graph]
+    assert "WHERE (collection_name = 'kb-1'::text)" in indexes[graph]
+    assert "(l2_normalize(vector_prev))::halfvec(512)" in indexes[graph + "_prev"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        (query,) = load_embedder(TARGET, cache=False).embed_queries(["contrat d'assurance"])
+        result = search(conn, "contrat", collections=["kb-1"], query_vector=query,
+                        config=SearchConfig(k=6, lexical=False, semantic_depth=6, exact_threshold=1,
+                                            collection_exact_rows=10))
+        arm = result.arms["semantic"]
+        assert (arm.scope, arm.filter_index, len(result.hits)) == ("collection graph", graph, 6)
+        assert filter_indexes.sync(conn, collection_rows=10).built == []
+    assert finalize(dsn, print) == 0
+    assert graph + "_prev" not in snapshot(dsn)["indexes"]

@@ -156,3 +156,87 @@ def test_the_lexical_arm_reads_no_statistic_of_another_collection(corpus: dict[s
     finally:
         conn.execute("DELETE FROM document_chunk WHERE collection_name = 'z'")
     assert scores() == first
+
+
+def _ensure_b(corpus: dict[str, Any]) -> int:
+    """B ingested (the first test does it; run alone, this one does)."""
+    conn = corpus["conn"]
+    if not _rows(conn, "b"):
+        ingest_documents(conn, "b", corpus["b"], corpus["embedder"], CHUNKS, progress=False)
+    return _rows(conn, "b")
+
+
+def _copy(conn: psycopg.Connection[Any], source: str, target: str, prefix: str) -> None:
+    """Another team's upload of already-embedded chunks: written through the same table and triggers as an
+    ingest, without embedding them again."""
+    conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata, embedding_model)"
+                 " SELECT %s || id, vector, %s, text, vmetadata, embedding_model FROM document_chunk"
+                 " WHERE collection_name = %s", (prefix, target, source))
+
+
+@needs_piaf
+def test_a_large_collection_walks_its_own_graph_which_another_upload_never_changes(
+        corpus: dict[str, Any]) -> None:
+    """Above the limit a collection is walked on its own graph, which `ragfr filter-index sync` declares and
+    builds by itself. The product's limit is 10,000 chunks; here it is 1,000 for both the sync and the
+    search (the one setting, lowered together), so that A's 1,640 real chunks count as large: embedding
+    10,000 more chunks would cost minutes and prove nothing more, since the graph holds A's rows whatever
+    the limit."""
+    from ragfr.db import filter_indexes
+
+    conn, limit = corpus["conn"], 1_000
+    config = CONFIG.with_(collection_exact_rows=limit)
+    _ensure_b(corpus)
+    _copy(conn, "a", "c", "c-")  # C: A's chunks under another name, walked before and after D arrives
+    c_rows = _rows(conn, "c")
+    report = filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None)
+    assert "c" in report.collections_declared
+    graph = filter_indexes.index_name(filter_indexes.COLLECTION_KEY, "c", on_collection=True)
+    assert graph in report.built
+
+    def top10s(cfg: SearchConfig = config) -> list[list[str]]:
+        tops = []
+        for question, vector in zip(corpus["questions"], corpus["vectors"], strict=True):
+            result = search(conn, question, collections=["c"], query_vector=vector, config=cfg)
+            arm = result.arms["semantic"]
+            assert (arm.scope, arm.filter_index, arm.ef_search) == ("collection graph", graph,
+                                                                   config.ef_search_at(c_rows)), arm
+            tops.append([h.id for h in result.hits])
+        return tops
+
+    before = top10s()
+    # D, three times B and many times C, lands beside it and gets its own graph at the next sync.
+    for i in range(3):
+        _copy(conn, "b", "d", f"d{i}-")
+    assert _rows(conn, "d") >= 6 * c_rows
+    assert "d" in filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None).collections_declared
+    after = top10s()
+    changed = [(q, x, y) for q, x, y in zip(corpus["questions"], before, after, strict=True) if x != y]
+    assert not changed, f"{len(changed)} of {len(before)} top 10s of C changed when D was written: {changed[:3]}"
+
+    # The graph is a graph: its vector arm against the exact top 10 of the same collection, reported.
+    exact = [[h.id for h in search(conn, q, collections=["c"], query_vector=v, config=CONFIG).hits]
+             for q, v in zip(corpus["questions"], corpus["vectors"], strict=True)]
+    graph_only = config.with_(lexical=False)
+    walked = [[h.id for h in search(conn, q, collections=["c"], query_vector=v, config=graph_only).hits]
+              for q, v in zip(corpus["questions"], corpus["vectors"], strict=True)]
+    exact_vec = [[h.id for h in search(conn, q, collections=["c"], query_vector=v,
+                                       config=CONFIG.with_(lexical=False)).hits]
+                 for q, v in zip(corpus["questions"], corpus["vectors"], strict=True)]
+    recall = float(np.mean([len(set(w) & set(e)) / 10 for w, e in zip(walked, exact_vec, strict=True)]))
+    same_hybrid = sum(x == y for x, y in zip(after, exact, strict=True))
+    print(f"\nC: {c_rows} chunks on its own graph, D: {_rows(conn, 'd')}; 0 of {len(before)} top 10s changed; "
+          f"vector recall@10 against exact {recall:.3f}; hybrid top 10 equal to the exact one for "
+          f"{same_hybrid} of {len(exact)}")
+    assert recall >= 0.95, recall
+
+    # Emptied to half the limit or less, C is scored exactly again and its graph is dropped.
+    conn.execute("DELETE FROM document_chunk WHERE collection_name = 'c' AND id NOT IN (SELECT id FROM"
+                 " document_chunk WHERE collection_name = 'c' ORDER BY id LIMIT %s)", (limit // 2,))
+    report = filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None)
+    assert report.collections_forgotten == ["c"] and graph in report.dropped
+    result = search(conn, corpus["questions"][0], collections=["c"], query_vector=corpus["vectors"][0], config=config)
+    assert result.arms["semantic"].scope == "collections"
+    for name in ("c", "d"):
+        conn.execute("DELETE FROM document_chunk WHERE collection_name = %s", (name,))
+    filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None)

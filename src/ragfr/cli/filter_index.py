@@ -31,8 +31,11 @@ what each command does:
   drop KEY=VALUE ...  forget, then DROP INDEX CONCURRENTLY.
   list                declarations with their index's state (ready, building, invalid, missing, stale:
                       another precision than idx_document_chunk_vector), rows and size.
-  sync                build what is declared and not ready, drop what is built and not declared.
-                      `ragfr migrate` runs it too, after rebuilding the shared index in another precision.
+  sync                give every collection of more than 10,000 chunks a graph of its own (listed as
+                      "collection NAME"; a search of that knowledge base walks only its rows, so
+                      another collection's upload never changes its answers) and forget those of
+                      5,000 or fewer; then build what is declared and not ready, drop what is built
+                      and not declared. `ragfr migrate` (the chart's migrations Job) runs it too.
   While an embedding migration is open, add/drop record the declaration only: the migration builds the
   new space's filter indexes itself; `sync` after it finishes builds the rest.
 
@@ -100,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"indexes unchanged: {report.skipped}")
             return 0
         print(f"filter indexes: {len(report.built)} built, {len(report.dropped)} dropped, "
-              f"{len(report.kept)} already ready")
+              f"{len(report.kept)} already ready; collections' own graphs: "
+              f"{len(report.collections_declared)} declared, {len(report.collections_forgotten)} forgotten")
     return 0
 
 
@@ -115,5 +119,5 @@ def _show(declared: list[Declared], *, as_json: bool) -> int:
     for d in declared:
         rows = "" if d.rows is None else str(d.rows)
         size = "" if d.bytes is None else f"{d.bytes / 2**20:.1f} MiB"
-        print(f"{d.key + '=' + d.value:<40} {d.state:<9} {rows:>10} {size:>10}  {d.index_name}")
+        print(f"{d.label:<40} {d.state:<9} {rows:>10} {size:>10}  {d.index_name}")
     return 0

@@ -164,10 +164,11 @@ def set_not_null(conn: psycopg.Connection, column: str, not_null: bool) -> None:
 
 def create_index_statement(
     like: Index, name: str, column: str, *, concurrently: bool, dims: int | None = None,
-    where: sql.Composable | None = None,
+    where: sql.Composable | None = None, normalized: bool = False,
 ) -> sql.Composed:
     """The live index's definition (method, operator class, options) on another column of `dims` dimensions;
-    with `where`, a partial index of the rows it accepts (a declared filter's graph, ragfr.db.filter_indexes).
+    with `where`, a partial index of the rows it accepts (a declared filter's graph, ragfr.db.filter_indexes),
+    `normalized` on the normalized vectors (a collection's own graph, ragfr.db.vector_index).
 
     The half-precision index (migration 0011) is on the expression `(vector::halfvec(N))`: the copy casts
     the other column to halfvec of ITS dimension. Any other expression index is refused, not guessed at."""
@@ -181,6 +182,10 @@ def create_index_statement(
         key: sql.Composable = vector_index.index_expression(column, "halfvec", dims)
     else:
         key = sql.SQL("{} {}").format(sql.Identifier(column), sql.Identifier(like.opclass))
+    if normalized:  # a collection's own graph (ragfr.db.vector_index): the same shape on the normalized vectors
+        if dims is None:
+            raise DatabaseError(f"a collection's graph needs the dimension of {column}")
+        key = vector_index.index_expression(column, like.precision, dims, normalized=True)
     with_clause = sql.SQL(" WITH ({})").format(sql.SQL(", ").join(sql.SQL(o) for o in like.options))
     return sql.SQL("CREATE INDEX {conc}{name} ON {t} USING {method} ({key}){with_}{where}").format(
         conc=sql.SQL("CONCURRENTLY " if concurrently else ""),

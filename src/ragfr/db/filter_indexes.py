@@ -15,6 +15,13 @@ index (another precision or shape than the live idx_document_chunk_vector, e.g. 
 --vector-index vector`) CONCURRENTLY, so reads and writes go on, and drops the indexes no longer declared.
 An embedding migration builds the declared indexes of the new space itself and renames them at the switch
 (ragfr.embmigrate), so `sync` leaves everything as it is while one is open.
+
+A collection larger than COLLECTION_ROWS gets a graph of its own the same way (migration 0016), declared by
+`sync` itself from the collections' row counts rather than by an operator: a partial index `WHERE
+collection_name = '<name>'`, so that a search of that knowledge base walks its rows only and another
+collection's upload never changes its answers (smaller ones are scored exactly, ragfr.retrieval.semantic).
+Its declaration is forgotten, and its graph dropped, once the collection holds half the limit or less (the
+gap keeps a collection near the limit from being built and dropped in turn).
 """
 
 from __future__ import annotations
@@ -35,22 +42,31 @@ from ragfr.errors import ConfigError, DatabaseError
 
 log = logging.getLogger(__name__)
 PREFIX = "idx_document_chunk_vector_f_"
+# Above this many chunks a collection is walked on its own graph, at or below it scored exactly: the one
+# limit of both (ragfr.retrieval.config.COLLECTION_EXACT_ROWS is this value).
+COLLECTION_ROWS = 10_000
+# `key` of a collection's declaration (on_collection): the column its partial index filters on.
+COLLECTION_KEY = "collection_name"
 # An embedding migration's copies, as for idx_document_chunk_vector (ragfr.db.names).
 NEXT, PREV = "_next", "_prev"
 
 
-def index_name(key: str, value: str) -> str:
-    """The partial index's name: fixed by the pair, short enough to take a `_next` / `_prev` suffix."""
-    digest = hashlib.sha256(key.encode() + b"\x00" + value.encode()).hexdigest()
-    return PREFIX + digest[:12]
+def index_name(key: str, value: str, on_collection: bool = False) -> str:
+    """The partial index's name: fixed by the pair (and whether it is a collection's), short enough to take
+    a `_next` / `_prev` suffix."""
+    seed = (b"\x01collection\x00" if on_collection else b"") + key.encode() + b"\x00" + value.encode()
+    return PREFIX + hashlib.sha256(seed).hexdigest()[:12]
 
 
 def condition(key: str, value: str) -> Condition:
     return Condition(key, "eq", (value,))
 
 
-def predicate(key: str, value: str) -> sql.Composed:
-    """The index's WHERE clause."""
+def predicate(key: str, value: str, on_collection: bool = False) -> sql.Composed:
+    """The index's WHERE clause. A collection's is the column's equality, which every search of that one
+    collection implies (ragfr.db.filters writes `collection_name = ANY(...)` with its bound value)."""
+    if on_collection:
+        return sql.SQL("collection_name = {}").format(sql.Literal(value))
     where = containment_predicate(condition(key, value))
     if where is None:  # refused at declaration: unreachable for a stored row
         raise ConfigError(f"{key}={value}: a value starting with [ or {{ cannot have a filter index")
@@ -81,6 +97,11 @@ class Declared:
     state: str  # ready | building | invalid | missing | stale
     rows: int | None  # entries in the index (pg_class.reltuples), when it exists
     bytes: int | None
+    on_collection: bool = False  # a collection's own graph (declared by `sync`), not a metadata filter's
+
+    @property
+    def label(self) -> str:
+        return f"collection {self.value}" if self.on_collection else f"{self.key}={self.value}"
 
 
 @dataclass
@@ -89,6 +110,9 @@ class SyncReport:
     dropped: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     skipped: str | None = None  # why nothing was done (an embedding migration is open)
+    # collections whose own graph was declared / forgotten by this sync (their row counts crossed the limits)
+    collections_declared: list[str] = field(default_factory=list)
+    collections_forgotten: list[str] = field(default_factory=list)
 
 
 def with_live_shape(join: str) -> str:
@@ -105,7 +129,8 @@ def with_live_shape(join: str) -> str:
 SAME_SHAPE = "i.indclass[0] = live.indclass[0] AND c.relam = lc.relam"
 
 _LIST = ("SELECT f.key, f.value, f.index_name, i.indisvalid, c.reltuples::bigint, pg_relation_size(c.oid),"
-         f" {SAME_SHAPE}, f.index_name = ANY(%s)" + with_live_shape("LEFT JOIN") + " ORDER BY f.key, f.value")
+         f" {SAME_SHAPE}, f.index_name = ANY(%s), f.on_collection" + with_live_shape("LEFT JOIN")
+         + " ORDER BY f.on_collection, f.key, f.value")
 
 
 def require_registry(conn: psycopg.Connection[Any]) -> None:
@@ -120,7 +145,7 @@ def listing(conn: psycopg.Connection[Any]) -> list[Declared]:
         "SELECT c.relname FROM pg_stat_progress_create_index p JOIN pg_class c ON c.oid = p.index_relid"
         " WHERE c.relname LIKE %s", (PREFIX + "%",))]
     out = []
-    for key, value, name, valid, rows, size, same_shape, in_progress in conn.execute(_LIST, (building,)):
+    for key, value, name, valid, rows, size, same_shape, in_progress, on_collection in conn.execute(_LIST, (building,)):
         if valid is None:
             state = "missing"
         elif in_progress:
@@ -132,7 +157,7 @@ def listing(conn: psycopg.Connection[Any]) -> list[Declared]:
         else:
             state = "ready"
         out.append(Declared(key, value, name, state, None if rows is None else max(int(rows), 0),
-                            None if size is None else int(size)))
+                            None if size is None else int(size), bool(on_collection)))
     return out
 
 
@@ -140,23 +165,55 @@ def declare(conn: psycopg.Connection[Any], key: str, value: str) -> bool:
     """Record the declaration (True if it is new); `sync` builds its index."""
     row = conn.execute(
         "INSERT INTO ragfr_filter_index (key, value, index_name) VALUES (%s, %s, %s)"
-        " ON CONFLICT (key, value) DO NOTHING RETURNING 1", (key, value, index_name(key, value))).fetchone()
+        " ON CONFLICT (on_collection, key, value) DO NOTHING RETURNING 1",
+        (key, value, index_name(key, value))).fetchone()
     return row is not None
 
 
 def forget(conn: psycopg.Connection[Any], key: str, value: str) -> bool:
     """Remove the declaration (True if there was one); `sync` drops its index."""
-    row = conn.execute("DELETE FROM ragfr_filter_index WHERE key = %s AND value = %s RETURNING 1",
-                       (key, value)).fetchone()
+    row = conn.execute("DELETE FROM ragfr_filter_index WHERE NOT on_collection AND key = %s AND value = %s"
+                       " RETURNING 1", (key, value)).fetchone()
     return row is not None
 
 
+def declare_collections(conn: psycopg.Connection[Any], limit: int, report: SyncReport) -> None:
+    """Declare a graph for each collection of more than `limit` chunks that has none, forget those of
+    collections down to `limit // 2` chunks or gone. Row counts: ragfr_collection_stats (kept by the BM25
+    triggers), so no chunk is read."""
+    rows = conn.execute(
+        "SELECT s.collection_name, f.value IS NOT NULL FROM ragfr_collection_stats s"
+        " LEFT JOIN ragfr_filter_index f ON f.on_collection AND f.value = s.collection_name"
+        " WHERE s.n_docs > %s ORDER BY 1", (limit,)).fetchall()
+    for name, declared in rows:
+        if not declared:
+            conn.execute("INSERT INTO ragfr_filter_index (key, value, index_name, on_collection)"
+                         " VALUES (%s, %s, %s, true) ON CONFLICT DO NOTHING",
+                         (COLLECTION_KEY, name, index_name(COLLECTION_KEY, name, on_collection=True)))
+            report.collections_declared.append(name)
+    gone = conn.execute(
+        "DELETE FROM ragfr_filter_index f WHERE f.on_collection AND coalesce((SELECT s.n_docs FROM"
+        " ragfr_collection_stats s WHERE s.collection_name = f.value), 0) <= %s RETURNING f.value",
+        (limit // 2,)).fetchall()
+    report.collections_forgotten.extend(sorted(str(r[0]) for r in gone))
+
+
 def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_work_mem: str | None = None,
-         say: Callable[[str], None] = log.info, command: str = "ragfr filter-index sync") -> SyncReport:
-    """Build what is declared and not ready, drop what is built and not declared. `conn`: autocommit, owner
-    of document_chunk. `dsn`: a second session reports a long build's progress every 15 s. `command`: the
-    caller, as other commands are told while it holds the vector-index lock."""
+         say: Callable[[str], None] = log.info, command: str = "ragfr filter-index sync",
+         collection_rows: int | None = COLLECTION_ROWS) -> SyncReport:
+    """Declare the large collections' graphs (more than `collection_rows` chunks; None: leave their
+    declarations as they are), then build what is declared and not ready and drop what is built and not
+    declared. `conn`: autocommit, owner of document_chunk. `dsn`: a second session reports a long build's
+    progress every 15 s. `command`: the caller, as other commands are told while it holds the
+    vector-index lock."""
     report = SyncReport()
+    if collection_rows is not None:
+        declare_collections(conn, collection_rows, report)
+        for name in report.collections_declared:
+            say(f"collection {name} holds more than {collection_rows} chunks: it gets a graph of its own")
+        for name in report.collections_forgotten:
+            say(f"collection {name} holds {collection_rows // 2} chunks or fewer (or is gone): its graph is "
+                "dropped, its searches score it exactly")
     leftovers = _built(conn, "")
     if not leftovers and conn.execute("SELECT NOT EXISTS (SELECT FROM ragfr_filter_index)").fetchone() == (True,):
         return report  # nothing declared, nothing built: no lock, no check
@@ -193,25 +250,28 @@ def _sync_locked(conn: psycopg.Connection[Any], report: SyncReport, *, leftovers
         if d.state == "ready":
             report.kept.append(d.index_name)
             continue
-        build(conn, d.key, d.value, d.index_name, names.VECTOR, live, dims, dsn=dsn,
+        build(conn, d, d.index_name, names.VECTOR, live, dims, dsn=dsn,
               maintenance_work_mem=maintenance_work_mem, say=say)
         report.built.append(d.index_name)
 
 
-def build(conn: psycopg.Connection[Any], key: str, value: str, name: str, column: str, like: Index, dims: int, *,
+def build(conn: psycopg.Connection[Any], d: Declared, name: str, column: str, like: Index, dims: int, *,
           dsn: str | None, maintenance_work_mem: str | None, say: Callable[[str], None]) -> None:
-    """(Re)build `name` on `column`, shaped like the live index `like`, over the rows of `key = value`."""
-    where = predicate(key, value)
+    """(Re)build `name` on `column`, shaped like the live index `like`, over the rows `d` declares."""
+    where = predicate(d.key, d.value, d.on_collection)
     counted = conn.execute(sql.SQL("SELECT count(*) FROM document_chunk WHERE {}").format(where)).fetchone()
     rows = int(counted[0]) if counted else 0
-    say(f"building {name} for {key}={value} ({rows} rows, {like.precision}) concurrently: searches and writes "
+    say(f"building {name} for {d.label} ({rows} rows, {like.precision}) concurrently: searches and writes "
         "go on meanwhile")
+    meanwhile = ("are scored exactly or walk the shared graph" if d.on_collection
+                 else "go on through the shared graph")
     hnsw_build.build_concurrently(
-        conn, name, ddl.create_index_statement(like, name, column, concurrently=True, dims=dims, where=where),
+        conn, name, ddl.create_index_statement(like, name, column, concurrently=True, dims=dims, where=where,
+                                               normalized=d.on_collection),
         maintenance_work_mem=maintenance_work_mem, progress_dsn=dsn, say=say,
-        failure_hint=f"Searches for {key}={value} go on through the shared graph; `ragfr filter-index sync` "
+        failure_hint=f"Searches of {d.label} {meanwhile}; `ragfr filter-index sync` "
                      "drops what is left and builds it again")
-    say(f"built {name} for {key}={value}")
+    say(f"built {name} for {d.label}")
 
 
 def build_shadows(conn: psycopg.Connection[Any], like: Index, column: str, dims: int, *, maintenance_work_mem: str,
@@ -227,8 +287,7 @@ def build_shadows(conn: psycopg.Connection[Any], like: Index, column: str, dims:
         row = conn.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,)).fetchone()
         if row is not None and row[0]:
             continue
-        build(conn, d.key, d.value, name, column, like, dims, dsn=None, maintenance_work_mem=maintenance_work_mem,
-              say=say)
+        build(conn, d, name, column, like, dims, dsn=None, maintenance_work_mem=maintenance_work_mem, say=say)
         built.append(name)
     return built
 

@@ -29,18 +29,35 @@ def precision_of(value: object) -> Precision:
     return "halfvec" if value == "halfvec" else "vector"
 
 
-def distance_to_query(column: sql.Composable, precision: Precision, dims: int) -> sql.Composed:
-    """`column <=> %s` in the index's precision: what an ORDER BY must say to be answered by the index.
-    The query vector is one `%s` parameter, a pgvector text literal."""
+# A collection's own graph (ragfr.db.filter_indexes) indexes the NORMALIZED vectors: an expression the
+# shared index does not have, so a walk ordered by it can only be answered by that graph. Ordered by the
+# plain expression, the planner chose between the two graphs by its statistics, and the shared one (which
+# every other collection shapes) moved a collection's top 10s until ANALYZE ran. The cosine distance is the
+# same either way: normalizing only rescales.
+
+
+def distance_to_query(
+    column: sql.Composable, precision: Precision, dims: int, normalized: bool = False,
+) -> sql.Composed:
+    """`column <=> %s` in the index's precision: what an ORDER BY must say to be answered by the index
+    (`normalized`: by a collection's own graph). The query vector is one `%s` parameter, a pgvector text
+    literal."""
+    d = sql.Literal(int(dims))
+    cast = sql.SQL("halfvec" if precision == "halfvec" else "vector")
+    if normalized:
+        return sql.SQL("(l2_normalize({c}))::{t}({d}) <=> %s::{t}({d})").format(c=column, t=cast, d=d)
     if precision == "halfvec":
-        d = sql.Literal(int(dims))
         return sql.SQL("({c})::halfvec({d}) <=> %s::halfvec({d})").format(c=column, d=d)
     return sql.SQL("{c} <=> %s::vector").format(c=column)
 
 
-def index_expression(column: str, precision: Precision, dims: int) -> sql.Composed:
-    """The indexed expression with its operator class, for CREATE INDEX ... USING hnsw (<this>)."""
+def index_expression(column: str, precision: Precision, dims: int, normalized: bool = False) -> sql.Composed:
+    """The indexed expression with its operator class, for CREATE INDEX ... USING hnsw (<this>). The
+    normalized one is cast back to its dimension, which l2_normalize's result lacks and HNSW needs."""
+    c, d = sql.Identifier(column), sql.Literal(int(dims))
+    if normalized:
+        t = sql.SQL("halfvec" if precision == "halfvec" else "vector")
+        return sql.SQL("((l2_normalize({c}))::{t}({d})) {t}_cosine_ops").format(c=c, t=t, d=d)
     if precision == "halfvec":
-        return sql.SQL("(({c})::halfvec({d})) halfvec_cosine_ops").format(
-            c=sql.Identifier(column), d=sql.Literal(int(dims)))
-    return sql.SQL("{c} vector_cosine_ops").format(c=sql.Identifier(column))
+        return sql.SQL("(({c})::halfvec({d})) halfvec_cosine_ops").format(c=c, d=d)
+    return sql.SQL("{c} vector_cosine_ops").format(c=c)

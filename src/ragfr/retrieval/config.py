@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ragfr.db.filter_indexes import COLLECTION_ROWS
 from ragfr.errors import ConfigError
 
-# Where a knowledge base stops being scored exactly (SearchConfig.collection_exact_rows).
-COLLECTION_EXACT_ROWS = 10_000
+# Where a knowledge base stops being scored exactly (SearchConfig.collection_exact_rows) and starts being
+# walked on its own graph, which `ragfr filter-index sync` builds above that same limit.
+COLLECTION_EXACT_ROWS = COLLECTION_ROWS
 
 
 @dataclass(frozen=True)

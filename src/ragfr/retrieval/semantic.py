@@ -24,6 +24,12 @@ with the same 50 rows for every bench question (a one-off profile: the dated log
 the same (rows of another embedding model in the graph), it is walked again iteratively.
 Without metadata conditions the collections' row count (kept by the BM25 triggers) decides, with no scan.
 
+A search of one collection larger than that walks the collection's own graph, a partial index over its
+rows that `ragfr filter-index sync` builds by itself for every collection above collection_exact_rows
+(ragfr.db.filter_indexes, migration 0016): what other collections hold or receive cannot change that walk,
+and its ef_search follows the collection's size, not the database's (scope "collection graph"). Until the
+graph is built, or for several collections at once, the walk is the shared graph's (scope "shared graph").
+
 A declared filter (`ragfr filter-index add key=value`, ragfr.db.filter_indexes) has its own graph, a
 partial index over the rows it passes. A search with that equality walks it (the planner proves the
 query's rows are all in it), so the walk is as short as an unfiltered one over a graph of that size: the
@@ -141,12 +147,13 @@ def nearest(
     # alone, never on what else the shared graph holds (nor on its size, which moves the cost rule). A
     # pinned exact_threshold pins the whole choice (what tests and benchmarks use to force one strategy).
     isolated = config.exact_threshold is None and searched <= config.collection_exact_rows
-    # A declared filter's own graph holds every row these filters can pass: the planner walks it (its
-    # predicate is implied by the query's), so the walk's length and the cost rule follow its size. No
-    # walk follows an isolated search: no round trip to look for one.
+    # The collection's own graph, else a declared filter's, holds every row these filters can pass: the
+    # planner walks it (its predicate is implied by the query's), so the walk's length and the cost rule
+    # follow its size. No walk follows an isolated search: no round trip to look for one.
     own = None if isolated else covering_index(conn, filters)
+    on_collection = own is not None and own[2]
     if own is not None:
-        report.filter_index, report.filter_index_rows = own
+        report.filter_index, report.filter_index_rows = own[0], own[1]
     sized_by = graph if own is None else own[1]
     threshold = threshold_for(config, sized_by)
     if isolated:
@@ -172,19 +179,25 @@ def nearest(
             report.scope = "collections" if isolated else "filter"
     if not small:
         report.strategy = "hnsw"
-        report.scope = "shared graph" if own is None else "filter graph"
-        # No row of the walked graph can fail the filters: no condition on the shared graph, or only the
-        # declared filter's own condition on its graph; and every collection searched.
-        every_row_passes = graph == searched and (
+        report.scope = "shared graph" if own is None else "collection graph" if on_collection else "filter graph"
+        # No row of the walked graph can fail the filters: no condition on the collection's graph or on the
+        # shared graph (every collection searched), or only the declared filter's own condition on its graph.
+        every_row_passes = (not filters.conditions) if on_collection else graph == searched and (
             not filters.conditions or (own is not None and len(filters.conditions) == 1))
+        if on_collection:
+            # Sized by the collection alone: the size rule over the whole database would move it when
+            # another collection grows past a tier. A pinned ef_search stays pinned.
+            report.ef_search = config.ef_search_at(searched)
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(report.ef_search),))
+            graph = searched
         # ef_search stays the whole graph's (set with the other settings), also on a declared filter's
         # smaller graph: at 1M, the size rule's 100 for the 100k-row graph of a 10 % filter gave filtered
         # recall below the shared graph's filtered walk (docs/benchmarks.md#declared-filters).
         iterate = not (every_row_passes and config.ef_search_at(graph) >= depth)
-        rows = _walk(conn, filters, vector, literal, precision, depth, iterate, restore)
+        rows = _walk(conn, filters, vector, literal, precision, depth, iterate, restore, on_collection)
         if not iterate and len(rows) < depth:
             iterate = True
-            rows = _walk(conn, filters, vector, literal, precision, depth, iterate, restore)
+            rows = _walk(conn, filters, vector, literal, precision, depth, iterate, restore, on_collection)
         report.iterative_scan = ITERATIVE if iterate else "off"
         if len(rows) < depth and not count_first:
             # The estimate said many rows pass, yet the walk came back short: fewer may pass than it
@@ -211,23 +224,25 @@ def nearest(
     return candidates, report
 
 
-# The smallest valid declared filter index whose equality is one of the search's conditions and whose
-# shape is the shared index's (filter_indexes.SAME_SHAPE). reltuples: the rows it held at its build or last
-# VACUUM / ANALYZE.
+# The searched collection's own graph, else the smallest declared filter index whose equality is one of the
+# search's conditions, valid and of the shared index's shape (filter_indexes.SAME_SHAPE). reltuples: the rows
+# it held at its build or last VACUUM / ANALYZE.
 _SHAPED = filter_indexes.with_live_shape("JOIN")
 _PAIRS = "(f.key, f.value) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
-_COVERING = f"SELECT f.index_name, greatest(c.reltuples, 0)::bigint{_SHAPED} WHERE {_PAIRS} AND i.indisvalid"
-_COVERING += f" AND {filter_indexes.SAME_SHAPE} ORDER BY 2, 1 LIMIT 1"
+_COVERING = (f"SELECT f.index_name, greatest(c.reltuples, 0)::bigint, f.on_collection{_SHAPED}"
+             f" WHERE (f.on_collection AND f.value = %s OR NOT f.on_collection AND {_PAIRS}) AND i.indisvalid"
+             f" AND {filter_indexes.SAME_SHAPE} ORDER BY f.on_collection DESC, 2, 1 LIMIT 1")
 
 
-def covering_index(conn: psycopg.Connection[Any], filters: Filters) -> tuple[str, int] | None:
-    """(name, rows) of the declared filter index the walk can use, or None; one round trip, and only for
-    searches with an equality condition."""
+def covering_index(conn: psycopg.Connection[Any], filters: Filters) -> tuple[str, int, bool] | None:
+    """(name, rows, is the collection's) of the graph the walk can use, or None; one round trip, and only
+    for a search of one collection or with an equality condition."""
+    one = filters.collections[0] if len(filters.collections) == 1 else None
     pairs = [(c.key, c.values[0]) for c in filters.conditions if c.op in ("eq", "in") and len(c.values) == 1]
-    if not pairs:
+    if one is None and not pairs:
         return None
-    row = conn.execute(_COVERING, ([k for k, _ in pairs], [v for _, v in pairs])).fetchone()
-    return None if row is None else (str(row[0]), int(row[1]))
+    row = conn.execute(_COVERING, (one, [k for k, _ in pairs], [v for _, v in pairs])).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]), bool(row[2]))
 
 
 def _exact(
@@ -248,10 +263,11 @@ def _exact(
 
 def _walk(
     conn: psycopg.Connection[Any], filters: Filters, vector: list[float], literal: str, precision: Precision,
-    depth: int, iterate: bool, restore: bool,
+    depth: int, iterate: bool, restore: bool, on_collection: bool = False,
 ) -> list[Any]:
+    """`on_collection`: ordered by the expression only the searched collection's own graph holds."""
     predicate, pparams = filters.predicate("d")
-    order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, len(vector))
+    order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, len(vector), normalized=on_collection)
     # The strategy is decided: keep the planner on the index. On small tables it otherwise prefers
     # reading every passing row and sorting them, several times slower at 10k chunks (the dated log, `git
     # show 71a1400:docs/benchmarks.md`, "What dominates, measured").

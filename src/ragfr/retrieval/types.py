@@ -79,9 +79,13 @@ class ArmReport:
     filter_index_rows: int | None = None
     # vector arm: what its answer depends on. "collections": every row of the searched collections scored
     # exactly (they hold at most collection_exact_rows chunks), nothing else in the database can change it;
-    # "filter": exact over the rows the filters pass (the cost rule); "shared graph" / "filter graph": a walk
-    # of the graph every collection shares or of a declared filter's own graph.
+    # "filter": exact over the rows the filters pass (the cost rule); "collection graph": a walk of the
+    # searched collection's own graph (nothing else in the database can change it either); "shared graph" /
+    # "filter graph": a walk of the graph every collection shares or of a declared filter's own graph.
     scope: str | None = None
+    # vector arm, "collection graph": hnsw.ef_search of that walk, set by the collection's own size (the
+    # settings' ef_search is the shared graph's)
+    ef_search: int | None = None
 
 
 @dataclass

@@ -227,12 +227,14 @@ def _container(spec: Mapping[str, Any], pod_security: Mapping[str, Any],
 
 
 def pod_of(workload: Manifest, objects: Mapping[tuple[str, str], Manifest]) -> Pod:
-    """The pod a Deployment, StatefulSet, Job or bare Pod would run."""
+    """The pod a Deployment, StatefulSet, Job, bare Pod or one run of a CronJob would run."""
     kind, name = workload["kind"], workload["metadata"]["name"]
     if kind == "Pod":
         template: Manifest = {"metadata": workload["metadata"], "spec": workload["spec"]}
     elif kind in ("Deployment", "StatefulSet", "Job"):
         template = workload["spec"]["template"]
+    elif kind == "CronJob":
+        template = workload["spec"]["jobTemplate"]["spec"]["template"]
     else:
         raise TranslationError(f"{kind}/{name} is not a workload")
     spec = template["spec"]

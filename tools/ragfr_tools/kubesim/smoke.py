@@ -160,6 +160,8 @@ def run(*, prefix: str, example: str = "default", overrides: dict[str, Any] | No
         cluster.start(cluster.workload(*_component(docs, "StatefulSet", "ragdb")))
         log("cluster-smoke: migrations Job")
         cluster.start(cluster.workload(*_component(docs, "Job", "migrate")), run_to_completion=True)
+        log("cluster-smoke: one run of the collection-graphs CronJob (ragfr filter-index sync as the owner)")
+        cluster.start(cluster.workload(*_component(docs, "CronJob", "collection-graphs")), run_to_completion=True)
         log("cluster-smoke: Ollama (the Ollama-API test double)")
         ollama = cluster.workload(*_component(docs, "Deployment", "ollama"))
         double = f"http://{cluster.start(ollama)}:11434"

@@ -82,7 +82,8 @@ def test_default_chart_comes_up_in_kubernetes_order(prefix: str) -> None:
     lines, stages = run_make_cluster_smoke(prefix)
     # The Job's name ends with a hash of its spec (charts/ragfr/templates/_jobs.tpl).
     assert [re.sub(r"-migrate-[0-9a-f]{10}$", "-migrate-<hash>", s) for s in stages[1:]] == [
-        "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-<hash>", "Deployment/ragfr-ollama",
+        "StatefulSet/ragfr-ragdb", "Job/ragfr-migrate-<hash>", "CronJob/ragfr-collection-graphs",
+        "Deployment/ragfr-ollama",
         "Deployment/ragfr-openwebui (init containers wait-for-schema, wait-for-grants, db-passfile, copy-stock-openwebui, "
         "apply-french-patch)",
         "Deployment/ragfr-openwebui container open-webui (readiness patch check)",

@@ -8,6 +8,7 @@ import math
 
 import psycopg
 import pytest
+from tests.support.contract import CONTRACT_ARTICLES, E5
 
 from ragfr.analysis.french import query_terms
 from ragfr.cli import main as cli_main
@@ -17,18 +18,7 @@ from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.evidence import FEATURES, ArmList, TermStats, compute
 from ragfr.retrieval.hybrid import search
 
-E5 = "local:multilingual-e5-small"
-DOCS = {
-    "declaration": "Article 5 - Déclaration du sinistre. L'assuré doit déclarer tout sinistre à l'assureur dans les "
-    "cinq jours ouvrés suivant la date à laquelle il en a eu connaissance.",
-    "franchise": "Article 8 - Franchise. Une franchise de 150 euros reste à la charge de l'assuré pour chaque "
-    "dommage indemnisé, sauf catastrophe naturelle.",
-    "exclusions": "Article 12 - Exclusions. Ne sont pas couverts les dommages intentionnels, la guerre et "
-    "l'usure normale des biens.",
-    "resiliation": "Article 15 - Résiliation. Le contrat peut être résilié chaque année à l'échéance avec un "
-    "préavis de deux mois.",
-    "vol": "Article 9 - Vol. En cas de vol, la plainte doit être déposée dans les 48 heures auprès des autorités.",
-}
+DOCS = {name: text for name, text in CONTRACT_ARTICLES.items() if name != "prime"}
 NO_RERANK = SearchConfig(k=5, rerank=False)
 
 

@@ -78,10 +78,22 @@ else
     "${pytest_run[@]}" "${ignore[@]}"
   ) >"$lanes/compute.log" 2>&1 &
   compute_pid=$!
+  # The logs are printed whole at the end; meanwhile a line a minute shows each lane's last output, so a
+  # long run is never silent (CI, a terminal or a pipe alike).
+  (
+    while kill -0 "$compute_pid" 2>/dev/null || kill -0 "$servers_pid" 2>/dev/null; do
+      sleep 60
+      last() { tail -c 300 "$lanes/$1.log" 2>/dev/null | tr '\r' '\n' | grep -v '^$' | tail -n 1 | cut -c1-90; }
+      printf '[%4ss] lanes still running: compute: %s | servers: %s\n' "$(( $(date +%s) - start ))" \
+        "$(last compute)" "$(last servers)"
+    done
+  ) &
+  beat_pid=$!
   set +e
   wait "$compute_pid"; compute_rc=$?
   step "compute lane done (exit $compute_rc)"
   wait "$servers_pid"; servers_rc=$?
+  kill "$beat_pid" 2>/dev/null; wait "$beat_pid" 2>/dev/null
   step "servers lane done (exit $servers_rc)"
   set -e
   for lane in compute servers; do

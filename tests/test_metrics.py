@@ -15,9 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.paths import REPO
 
 from ragfr import metrics
-from ragfr.owui.chat_gate import gate
-from ragfr.owui.errors import VectorLengthError
-from ragfr.owui.vectors import require_vector_length
+from ragfr.owui.runtime.chat_gate import gate
+from ragfr.owui.runtime.errors import VectorLengthError
+from ragfr.owui.runtime.vectors import require_vector_length
 
 
 def value(name: str, **labels: str) -> float:

@@ -23,7 +23,7 @@ run() { "${PODMAN[@]}" run "${RUN_OPTS[@]}" --user 65532:65532 -v "$1:/patched" 
 
 run "$work/ok" --target /patched
 "${PODMAN[@]}" run "${RUN_OPTS[@]}" -v "$work/ok:/patched:ro" --entrypoint python3 "$IMAGE" \
-  -m ragfr.owui.check --open-webui-dir /patched
+  -m ragfr.owui.patcher.check --open-webui-dir /patched
 before="$(cd "$work/bad" && find . -type f -print0 | sort -z | xargs -0 sha256sum)"
 if out="$(run "$work/bad" --target /patched 2>&1)"; then
   echo "smoke: FAILED: a modified file was accepted" >&2; exit 1

@@ -57,7 +57,7 @@ def test_open_webui_uses_its_own_role_and_password_in_every_mode(mode: str) -> N
 
 def test_without_the_patch_open_webui_connects_as_the_owner() -> None:
     # Stock Open WebUI runs CREATE INDEX IF NOT EXISTS on document_chunk at every start, refused to a
-    # non-owner even when the index exists: only the patch skips it (ragfr.owui.schema).
+    # non-owner even when the index exists: only the patch skips it (ragfr.owui.runtime.schema).
     docs = render({"openwebui": {"patch": {"enabled": False}}})
     owui = env_of(_init(docs, "Deployment", "-openwebui", "open-webui"))
     assert owui["PGVECTOR_DB_URL"].startswith("postgresql://ragfr@")

@@ -44,7 +44,7 @@ def test_probe_overrides_change_timing_and_keep_the_handlers() -> None:
     assert main["startupProbe"] == {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5,
                                     "failureThreshold": 120}
     readiness = main["readinessProbe"]
-    assert "ragfr.owui.check" in readiness["exec"]["command"][-1]  # the French-patch gate survives
+    assert "ragfr.owui.patcher.check" in readiness["exec"]["command"][-1]  # the French-patch gate survives
     assert readiness["timeoutSeconds"] == 20 and readiness["periodSeconds"] == 10
     ollama = _pod(docs, "Deployment", "-ollama")["spec"]["containers"][0]
     assert ollama["livenessProbe"] == {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 30,

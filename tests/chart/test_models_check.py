@@ -128,7 +128,7 @@ def test_open_webui_is_ready_only_with_every_model(values: dict) -> None:
     check = readiness(values)
     assert f"{MODELS_CHECK} 'qwen2.5:3b' 'nomic-embed-text:v1.5' && curl -fsS -o /dev/null " \
            "http://127.0.0.1:8080/health" in check, check
-    assert check.startswith("python -m ragfr.owui.check") == (values.get("openwebui") is None)
+    assert check.startswith("python -m ragfr.owui.patcher.check") == (values.get("openwebui") is None)
     env = one(render(values), "ConfigMap", "ragfr-openwebui-env")["data"]
     external = values["ollama"].get("externalUrl")
     assert env["OLLAMA_BASE_URL"] == (external or "http://ragfr-ollama:11434")

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.support.paths import REPO
 
-from ragfr.owui.chat_gate import CLOSEST, REFUSAL
+from ragfr.owui.runtime.chat_gate import CLOSEST, REFUSAL
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",

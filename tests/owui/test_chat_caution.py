@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ragfr.owui.chat_gate import CAUTION, METADATA_KEY, gate, refusal_response
+from ragfr.owui.runtime.chat_gate import CAUTION, METADATA_KEY, gate, refusal_response
 from ragfr.retrieval import evidence_gate
 from ragfr.retrieval.evidence import FEATURES
 from ragfr.retrieval.evidence_gate import from_json

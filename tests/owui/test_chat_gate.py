@@ -1,4 +1,4 @@
-"""ragfr.owui.chat_gate on Open WebUI-shaped sources (no server): the decision, what the model gets, and that
+"""ragfr.owui.runtime.chat_gate on Open WebUI-shaped sources (no server): the decision, what the model gets, and that
 every failure refuses. The same code runs inside Open WebUI in tests/owui/test_e2e.py."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ragfr.owui import chat_gate
-from ragfr.owui.chat_gate import METADATA_KEY, NO_PASSAGE, REFUSAL, gate, refusal_response
+from ragfr.owui.runtime import chat_gate
+from ragfr.owui.runtime.chat_gate import METADATA_KEY, NO_PASSAGE, REFUSAL, gate, refusal_response
 from ragfr.retrieval.gate import GateConfig
 
 RRF = GateConfig.for_scale("rrf")
@@ -138,8 +138,8 @@ def test_a_search_that_could_not_run_is_refused_with_its_kind_and_an_incident_id
     """chat_search's marker passage (busy, failed, refused) beside a good search of another collection: the
     question is refused with the kind's message and an incident id, no model is called, and the reason
     (a redacted DSN, a host, libpq's first line) reaches only the gate log, under that id."""
-    from ragfr.owui.chat_search import unavailable_result
-    from ragfr.owui.errors import SearchUnavailable
+    from ragfr.owui.runtime.chat_search import unavailable_result
+    from ragfr.owui.runtime.errors import SearchUnavailable
 
     why = "connection to server at db.internal (10.0.0.7), port 5432 failed (host=db.internal user=owui)"
     marker = unavailable_result("kb2", SearchUnavailable(kind, why), "0badc0de")

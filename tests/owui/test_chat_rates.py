@@ -24,7 +24,7 @@ import pytest
 from tests.support.paths import REPO
 
 from ragfr.eval.beir import load_dataset
-from ragfr.owui.chat_gate import REFUSAL
+from ragfr.owui.runtime.chat_gate import REFUSAL
 from ragfr.retrieval.gate import GateConfig
 from ragfr_tools.eval.gate_calibration import unanswerable_questions
 

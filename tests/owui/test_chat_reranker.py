@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from ragfr.owui.chat_gate import REFUSAL
+from ragfr.owui.runtime.chat_gate import REFUSAL
 from ragfr.retrieval.gate import GateConfig
 from ragfr_tools import pgdb
 

@@ -1,4 +1,4 @@
-"""ragfr.owui.chat_search, the body of Open WebUI's native hybrid step, driven with Open WebUI-shaped pieces.
+"""ragfr.owui.runtime.chat_search, the body of Open WebUI's native hybrid step, driven with Open WebUI-shaped pieces.
 
 The pieces stand in for Open WebUI's module (its async vector-DB client, `_search_result_to_documents`,
 `RerankCompressor`) because this venv cannot import open_webui; each stand-in reproduces the stock
@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from ragfr import metrics
-from ragfr.owui import chat_search
-from ragfr.owui.chat_search import Limits, OwuiRetrieval, query_doc
-from ragfr.owui.errors import SearchUnavailable
+from ragfr.owui.runtime import chat_search
+from ragfr.owui.runtime.chat_search import Limits, OwuiRetrieval, query_doc
+from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval.passage_keys import INCIDENT, UNAVAILABLE_REASON
 from ragfr.retrieval.passage_keys import SEARCH_UNAVAILABLE as UNAVAILABLE_KEY
 

@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ragfr.owui.chat_gate import UNAVAILABLE, unavailable_message
+from ragfr.owui.runtime.chat_gate import UNAVAILABLE, unavailable_message
 from ragfr_tools.load.corpus import team_corpus
 from ragfr_tools.load.drive import JUDGED, LEGACY_LINE, History, Probes, run_level
 from ragfr_tools.repo import PIAF_JSON

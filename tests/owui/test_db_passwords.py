@@ -8,7 +8,7 @@ command and env; Open WebUI then starts with the rendered DATABASE_URL, PGVECTOR
 (password-less URLs, both passwords in the password file) on top of the settings of tests/owui/stack.py.
 That exercises each driver Open WebUI has: SQLAlchemy + psycopg2 (its own database: Alembic and peewee
 migrations at start, sign-up; document_chunk writes), SQLAlchemy + psycopg 3 async (its own database), and
-ragfr's adapter (ragfr.owui.native: psycopg 3 pool on the URL of the pgvector session) for the chat search.
+ragfr's adapter (ragfr.owui.runtime.native: psycopg 3 pool on the URL of the pgvector session) for the chat search.
 """
 
 from __future__ import annotations

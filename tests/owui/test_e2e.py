@@ -20,7 +20,7 @@ from collections.abc import Callable
 import pytest
 
 from ragfr.analysis.french import query_terms
-from ragfr.owui.chat_gate import CLOSEST, REFUSAL
+from ragfr.owui.runtime.chat_gate import CLOSEST, REFUSAL
 from ragfr.retrieval.gate import GateConfig
 from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT

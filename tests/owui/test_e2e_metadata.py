@@ -4,7 +4,7 @@ the keys the chat's evidence gate reads cannot speak for the gate (issue 38).
 Before, Open WebUI's PDF loader copied every Info key into each chunk's stored metadata, and the adapter
 merged the stored metadata before ragfr's own keys: a `/ragfr_search_unavailable` key made every chat that
 retrieved the file refuse, its `/ragfr_search_unavailable_reason` shown as the citation. Now the patched
-PgvectorClient.insert drops every `ragfr_` key before storing (ragfr.owui.vectors), and the adapter drops
+PgvectorClient.insert drops every `ragfr_` key before storing (ragfr.owui.runtime.vectors), and the adapter drops
 any it reads back (tests/owui/test_reserved_metadata.py has the read side on its own).
 """
 
@@ -20,7 +20,7 @@ import pytest
 from tests.support.pdf_fixture import make_pdf
 
 from ragfr.db.vmetadata import is_reserved
-from ragfr.owui.chat_gate import UNAVAILABLE
+from ragfr.owui.runtime.chat_gate import UNAVAILABLE
 from ragfr_tools.fixtures import ANSWERABLE
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 

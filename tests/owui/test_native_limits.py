@@ -22,8 +22,8 @@ import psycopg
 import pytest
 from tests.conftest import MigratedDb
 
-from ragfr.owui import native
-from ragfr.owui.errors import SearchUnavailable
+from ragfr.owui.runtime import native
+from ragfr.owui.runtime.errors import SearchUnavailable
 
 MODEL = "ollama:stub-geometry"
 
@@ -145,11 +145,11 @@ def test_a_bad_filter_is_refused(dsn: str) -> None:
 def test_the_operators_ef_search_is_what_the_chat_search_pins_and_logs(dsn: str, monkeypatch, caplog) -> None:
     # RAGFR_EF_SEARCH is read once at import, like the other limits: an import in a fresh process proves it.
     env = {**os.environ, "RAGFR_EF_SEARCH": "150"}
-    read = subprocess.run([sys.executable, "-c", "from ragfr.owui import native; print(native.EF_SEARCH)"],
+    read = subprocess.run([sys.executable, "-c", "from ragfr.owui.runtime import native; print(native.EF_SEARCH)"],
                           env=env, capture_output=True, text=True, check=True)
     assert read.stdout.strip() == "150"
     for value, shown in (("auto", "None"), ("0", "ef_search must be 'auto' or an integer from 1 to 1000")):
-        got = subprocess.run([sys.executable, "-c", "from ragfr.owui import native; print(native.EF_SEARCH)"],
+        got = subprocess.run([sys.executable, "-c", "from ragfr.owui.runtime import native; print(native.EF_SEARCH)"],
                              env={**os.environ, "RAGFR_EF_SEARCH": value}, capture_output=True, text=True)
         assert shown in got.stdout + got.stderr, "auto is the size rule; a bad value stops the import, named"
     assert native.EF_SEARCH is None, "the default is auto, SearchConfig's (and the chart's openwebui-env.yaml)"

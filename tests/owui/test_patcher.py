@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from ragfr.owui import marker
-from ragfr.owui.edits import apply_edits
-from ragfr.owui.manifest import Edit, load
-from ragfr.owui.status import check
+from ragfr.owui.patcher import marker
+from ragfr.owui.patcher.edits import apply_edits
+from ragfr.owui.patcher.manifest import Edit, load
+from ragfr.owui.patcher.status import check
 
 from .conftest import APPLY, MANIFEST, PATCHED_FILES, run_apply
 

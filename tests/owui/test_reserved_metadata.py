@@ -1,6 +1,6 @@
 """No stored metadata speaks for the evidence gate (issue 38): a chunk's `ragfr_` keys are dropped when Open
-WebUI writes it (the patched PgvectorClient.insert/upsert call ragfr.owui.vectors) and again when ragfr's
-adapter reads it back (ragfr.owui.native), so the gate reads only what the search itself stamped. The same
+WebUI writes it (the patched PgvectorClient.insert/upsert call ragfr.owui.runtime.vectors) and again when ragfr's
+adapter reads it back (ragfr.owui.runtime.native), so the gate reads only what the search itself stamped. The same
 through the real Open WebUI, with an uploaded PDF: tests/owui/test_e2e.py."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from ragfr.db.vmetadata import is_reserved, without_reserved
-from ragfr.owui import chat_gate
-from ragfr.owui.native import to_owui
-from ragfr.owui.vectors import without_reserved_metadata
+from ragfr.owui.runtime import chat_gate
+from ragfr.owui.runtime.native import to_owui
+from ragfr.owui.runtime.vectors import without_reserved_metadata
 from ragfr.retrieval import passage_keys as keys
 from ragfr.retrieval.gate import GateConfig
 from ragfr.retrieval.types import Hit, SearchResult

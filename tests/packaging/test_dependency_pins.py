@@ -19,8 +19,8 @@ from ragfr_tools.build.lockhash import read_pins
 LOCK = REPO / "images" / "ragfr" / "requirements.lock"
 SITE = REPO / "images" / "owui-init" / "site-requirements.txt"
 # What the patched Open WebUI imports (patches/open-webui: bodies and replacements, the readiness check).
-OWUI_IMPORTS = ("ragfr.owui.native", "ragfr.owui.chat_gate", "ragfr.owui.vectors", "ragfr.owui.tokenize",
-                "ragfr.owui.check", "ragfr.metrics")
+OWUI_IMPORTS = ("ragfr.owui.runtime.native", "ragfr.owui.runtime.chat_gate", "ragfr.owui.runtime.vectors", "ragfr.owui.runtime.tokenize",
+                "ragfr.owui.patcher.check", "ragfr.metrics")
 
 
 def _pins(path: Path) -> dict[str, str]:

@@ -67,6 +67,18 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path: Path) -> None:
     assert upward(unit_graph(pkg)) == ["ragfr.db (layer 3) imports ragfr.embmigrate (layer 5)"]
 
 
+def test_the_owui_runtime_never_imports_the_patcher() -> None:
+    """ragfr.owui is one unit of the layers, split by lifetime (issue 37): `patcher` (the build and the pod's
+    start) may import `runtime` (in Open WebUI's process), never the reverse: Open WebUI loads the runtime and
+    needs nothing of the patch engine. Every module sits in one of the two."""
+    owui = PRODUCT / "owui"
+    assert {p.name for p in owui.iterdir() if p.name != "__pycache__"} == {"__init__.py", "patcher", "runtime"}
+    wrong = sorted(f"{source} imports {target}" for source, targets in graph(PRODUCT).items()
+                   if source.startswith("ragfr.owui.runtime") for target in targets
+                   if target.startswith("ragfr.owui.patcher"))
+    assert not wrong, "the Open WebUI runtime imports the patch engine:\n" + "\n".join(wrong)
+
+
 if __name__ == "__main__":
     for u, targets in sorted(unit_graph().items(), key=lambda kv: (LEVEL.get(kv[0], -1), kv[0])):
         if u:

@@ -39,7 +39,7 @@ def test_owui_init_context_holds_only_the_product() -> None:
     shipped = _paths_below(Path(done.stdout.strip().splitlines()[-1]) / "ragfr")
     assert _entries(shipped) <= ALLOWED, sorted(_entries(shipped) - ALLOWED)
     assert not {Path(p).name for p in shipped} & TOOL_NAMES
-    assert "owui/native.py" in shipped and "retrieval/hybrid.py" in shipped  # the product is really there
+    assert "owui/runtime/native.py" in shipped and "retrieval/hybrid.py" in shipped  # the product is really there
     assert SHIPPED_GATE in shipped  # the chat's fitted evidence gate, as `ragfr ask`'s
 
 

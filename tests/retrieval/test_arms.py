@@ -18,7 +18,7 @@ from psycopg import sql
 from ragfr.db.filters import Condition
 from ragfr.embed import load_embedder
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
-from ragfr.owui.native import ranks_metadata
+from ragfr.owui.runtime.native import ranks_metadata
 from ragfr.retrieval.arms import ArmQuery, Ranked
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.gate import GateConfig, assess

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ragfr.owui.check import EPILOG, add_check_arguments, run_check
+from ragfr.owui.patcher.check import EPILOG, add_check_arguments, run_check
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -4,7 +4,7 @@ a rollback.
 Both writers label each chunk with the model that embedded it: ragfr ingest as
 `{"engine": "ragfr", "model": "<spec>"}`, Open WebUI as `{"engine": "ollama", "model": "<ollama model>"}`. The
 label is not what searches trust (the `embedding_model` column is, checked by migration 0009's trigger), but
-it is what people read: `ragfr search --json` prints it, and ragfr's Open WebUI adapter (owui/native.py)
+it is what people read: `ragfr search --json` prints it, and ragfr's Open WebUI adapter (owui/runtime/native.py)
 hands it to Open WebUI with each source. A label naming a model the vector no longer comes from misleads
 whoever checks which model answered. It is rewritten rather than dropped because Open WebUI writes the same
 key into every chunk it embeds (routers/retrieval.py; it reads it nowhere): dropping it from ragfr's rows

@@ -132,7 +132,7 @@ def _check_metadata(meta: Mapping[str, Any], where: str) -> None:
             f"{', '.join(sorted(RESERVED_KEYS))} itself"
         )
     # Refused rather than dropped: the operator wrote them (--meta, a JSON line), and a silent drop would hide
-    # a metadata filter that can never match. Open WebUI's uploads drop them instead (ragfr.owui.vectors).
+    # a metadata filter that can never match. Open WebUI's uploads drop them instead (ragfr.owui.runtime.vectors).
     gate_keys = reserved_keys(meta)
     if gate_keys:
         raise ConfigError(

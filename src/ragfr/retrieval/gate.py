@@ -83,7 +83,7 @@ class Outcome(StrEnum):
 @dataclass
 class Decision(Generic[T]):
     """THE gate's result, for `ragfr ask` (T = Hit) and Open WebUI's chat (T = its passage), which only
-    translates it for Open WebUI (ragfr.owui.chat_gate). `outcome` and `reason` are the decision; the rest is
+    translates it for Open WebUI (ragfr.owui.runtime.chat_gate). `outcome` and `reason` are the decision; the rest is
     the evidence it was read from, printed by `ragfr ask --json` and the chat's gate log."""
 
     outcome: Outcome
@@ -148,7 +148,7 @@ def _verdict(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[Outco
 
 def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: float | None = None, *,
            evidence: Mapping[str, float] | None = None, embedding_model: str | None = None) -> Decision[T]:
-    """The one decision of `ragfr ask` (through `assess`) and of the chat (`ragfr.owui.chat_gate`), on the
+    """The one decision of `ragfr ask` (through `assess`) and of the chat (`ragfr.owui.runtime.chat_gate`), on the
     candidates in their order with their score on `gate.scale` (None: not scored on it). `top` is the search's
     best score, by default the best of `scored`; the chat passes the one ragfr stamped on every passage,
     because Open WebUI may have dropped the best passage before the gate sees them.

@@ -1,8 +1,8 @@
 """The metadata keys of the gate's contract in Open WebUI, named once for their writers and their reader.
 
-Writers: the adapter stamps a search's evidence on every hit it hands to Open WebUI (ragfr.owui.native), and
-the chat's search step writes a marker passage when a search could not run (ragfr.owui.chat_search). Reader:
-the chat's evidence gate (ragfr.owui.chat_gate), which then writes its decision on the passages it lets
+Writers: the adapter stamps a search's evidence on every hit it hands to Open WebUI (ragfr.owui.runtime.native), and
+the chat's search step writes a marker passage when a search could not run (ragfr.owui.runtime.chat_search). Reader:
+the chat's evidence gate (ragfr.owui.runtime.chat_gate), which then writes its decision on the passages it lets
 through (the `GATE*` keys, read by the load tool and the tests). Every key is in the reserved `ragfr_`
 namespace (ragfr.db.vmetadata): never stored with a chunk, dropped when read back from one, so a document
 cannot set what the gate reads.

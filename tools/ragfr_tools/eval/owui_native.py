@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from ragfr.eval.beir import Query
 from ragfr.eval.configs import ConfigSpec, EvalContext, Ranker
-from ragfr.owui.errors import OwuiError
+from ragfr.owui.runtime.errors import OwuiError
 from ragfr_tools.repo import OWUI_VENV
 
 DRIVER = Path(__file__).with_name("owui_driver.py")

@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from ragfr.owui.chat_gate import REFUSAL
+from ragfr.owui.runtime.chat_gate import REFUSAL
 from ragfr_tools import fixtures
 from ragfr_tools import owui_client as client
 from ragfr_tools.devserver.server import store_tar

@@ -2,7 +2,7 @@
 
 A reply is classified by what ragfr's evidence gate wrote into its sources (`ragfr_gate`,
 `ragfr_gate_reason`): answered; refused (the documents do not answer, with the gate's reason); busy,
-failed or refused-query (the search could not run: ragfr.owui.chat_search); ungated (no decision at all:
+failed or refused-query (the search could not run: ragfr.owui.runtime.chat_search); ungated (no decision at all:
 the question left ragfr's path); or an error (HTTP status, timeout, connection). Its signature, the gate's
 decision and the chunk ids it cites or shows, is compared with the first ask of the same question.
 """

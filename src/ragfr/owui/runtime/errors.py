@@ -1,14 +1,8 @@
-"""Errors of the Open WebUI patch: each names the file, the anchor and the version it expected."""
+"""Errors raised inside Open WebUI's process (the adapter, the chat steps) and by the Open WebUI driver."""
 
 from __future__ import annotations
 
 from ragfr.errors import RagfrError
-
-
-class PatchError(RagfrError):
-    """The target cannot be patched (unknown version, missing anchor, modified file). Nothing was written."""
-
-    exit_code = 2
 
 
 class VectorLengthError(RagfrError, ValueError):

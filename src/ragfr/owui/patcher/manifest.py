@@ -53,12 +53,12 @@ class Manifest:
 
 
 def default_path() -> Path:
-    """$RAGFR_OWUI_MANIFEST; else the manifest shipped in the package (ragfr/owui/patch: package data in the
+    """$RAGFR_OWUI_MANIFEST; else the manifest shipped in the package (ragfr/owui/patcher/patch: package data in the
     wheel, copied with ragfr into the Open WebUI pod, a link to patches/open-webui in a checkout)."""
     env = os.environ.get(ENV_MANIFEST)
     if env:
         return Path(env)
-    return Path(str(resources.files("ragfr.owui") / "patch" / "manifest.json"))
+    return Path(str(resources.files("ragfr.owui.patcher") / "patch" / "manifest.json"))
 
 
 def load(path: Path | None = None) -> Manifest:

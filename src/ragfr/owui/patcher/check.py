@@ -1,7 +1,7 @@
-"""Command line of the patch check: `ragfr owui check` and `python -m ragfr.owui.check`.
+"""Command line of the patch check: `ragfr owui check` and `python -m ragfr.owui.patcher.check`.
 
 The second form is the Open WebUI pod's readiness probe: it runs in Open WebUI's interpreter with nothing
-but ragfr on the path, so it imports only `ragfr.owui` (the check itself lives in `ragfr.owui.status`).
+but ragfr on the path, so it imports only `ragfr.owui` (the check itself lives in `ragfr.owui.patcher.status`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from ragfr.errors import RagfrError
-from ragfr.owui.manifest import load
-from ragfr.owui.status import check, locate_open_webui
+from ragfr.owui.patcher.manifest import load
+from ragfr.owui.patcher.status import check, locate_open_webui
 
 EPILOG = """\
 what it does:
@@ -25,7 +25,7 @@ what it does:
 examples:
   ragfr owui check                                   # the open_webui on this Python's import path
   ragfr owui check --open-webui-dir /app/backend     # the stock image's backend directory
-  python -m ragfr.owui.check --json                  # same, without the full ragfr CLI (readiness probe)
+  python -m ragfr.owui.patcher.check --json                  # same, without the full ragfr CLI (readiness probe)
 """
 
 
@@ -38,7 +38,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--manifest",
         type=Path,
-        help="patch manifest (default: $RAGFR_OWUI_MANIFEST, else the one shipped in ragfr, ragfr/owui/patch)",
+        help="patch manifest (default: $RAGFR_OWUI_MANIFEST, else the one shipped in ragfr, ragfr/owui/patcher/patch)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
@@ -68,9 +68,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ragfr.owui.check`: the same as `ragfr owui check`, importing only this package."""
+    """`python -m ragfr.owui.patcher.check`: the same as `ragfr owui check`, importing only this package."""
     parser = argparse.ArgumentParser(
-        prog="python -m ragfr.owui.check", description="Report whether the ragfr Open WebUI patch is active.",
+        prog="python -m ragfr.owui.patcher.check", description="Report whether the ragfr Open WebUI patch is active.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_check_arguments(parser)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ragfr.owui import marker
-from ragfr.owui.edits import AnchorProblem, apply_edits, find_problems
-from ragfr.owui.errors import PatchError
-from ragfr.owui.manifest import FileSpec, Manifest
+from ragfr.owui.patcher import marker
+from ragfr.owui.patcher.edits import AnchorProblem, apply_edits, find_problems
+from ragfr.owui.patcher.errors import PatchError
+from ragfr.owui.patcher.manifest import FileSpec, Manifest
 
 
 @dataclass(frozen=True)

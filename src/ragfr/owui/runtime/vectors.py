@@ -10,7 +10,7 @@ from typing import Any
 
 from ragfr import metrics
 from ragfr.db.vmetadata import reserved_keys, without_reserved
-from ragfr.owui.errors import VectorLengthError
+from ragfr.owui.runtime.errors import VectorLengthError
 
 log = logging.getLogger("ragfr.owui")
 

@@ -30,7 +30,7 @@ from ragfr.db.connect import normalize_dsn, redact
 from ragfr.db.filters import from_mapping
 from ragfr.db.vmetadata import without_reserved
 from ragfr.errors import ConfigError, RagfrError, first_line
-from ragfr.owui.errors import SearchUnavailable
+from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
 from ragfr.retrieval import passage_keys as keys
 from ragfr.retrieval.config import SearchConfig, parse_ef_search
@@ -185,7 +185,7 @@ def hybrid_search(
     encrypted: bool,
 ) -> Any | None:
     """Open WebUI's SearchResult, None only where ragfr declines the database (PGVECTOR_PGCRYPTO), and
-    `SearchUnavailable` for every failure: the chat step (`ragfr.owui.chat_search`) turns it into an
+    `SearchUnavailable` for every failure: the chat step (`ragfr.owui.runtime.chat_search`) turns it into an
     honest message, where a None would send the question to Open WebUI's legacy path."""
     if encrypted:
         log.warning(

@@ -12,7 +12,7 @@ import textwrap
 import tokenize
 from dataclasses import dataclass
 
-from ragfr.owui.manifest import Edit
+from ragfr.owui.patcher.manifest import Edit
 
 
 @dataclass(frozen=True)

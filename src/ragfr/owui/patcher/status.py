@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from ragfr.errors import ConfigError
-from ragfr.owui import marker
-from ragfr.owui.manifest import Manifest
+from ragfr.owui.patcher import marker
+from ragfr.owui.patcher.manifest import Manifest
 
 # patched: by this patch for this version; pristine: unpatched stock file; modified: neither; tampered: marker
 # present but the text under it changed; other-patch: another patch or Open WebUI version.

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragfr.errors import RagfrError
-from ragfr.owui.manifest import load
-from ragfr.owui.patching import apply_patch
+from ragfr.owui.patcher.manifest import load
+from ragfr.owui.patcher.patching import apply_patch
 
 PROG = "ragfr-owui-patch"
 

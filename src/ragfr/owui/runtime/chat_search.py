@@ -7,7 +7,7 @@ collection into the pod first: under a team's load, the slowest answer of all, w
 Here, while ragfr serves the database:
 
 - a failure never returns None. It returns one marker passage (`passage_keys.SEARCH_UNAVAILABLE` in its
-  metadata) that the evidence gate (`ragfr.owui.chat_gate`) turns into an honest French message (busy,
+  metadata) that the evidence gate (`ragfr.owui.runtime.chat_gate`) turns into an honest French message (busy,
   failed, refused) with no model call. The analyst sees the kind and a short incident id; the full reason
   is logged with that id as one JSON line (`search_unavailable`, then the gate's) and counted
   (`ragfr_chat_search_unavailable`). The only None
@@ -40,7 +40,7 @@ from typing import Any
 
 from ragfr import metrics
 from ragfr.errors import ConfigError, first_line
-from ragfr.owui.errors import SearchUnavailable
+from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import passage_keys as keys
 from ragfr.retrieval.hybrid import validate_query
 

@@ -19,7 +19,7 @@ off Open WebUI's passages (keys named in `ragfr.retrieval.passage_keys`) and tra
 (`ChatView`: the passages kept or shown, the French reply, the keys on each source).
 
 Fails closed: a request that searched attached knowledge but got no passage ragfr scored, a search ragfr
-could not run (`ragfr.owui.chat_search`'s marker passage: busy, failed or refused, each with its own
+could not run (`ragfr.owui.runtime.chat_search`'s marker passage: busy, failed or refused, each with its own
 message), or an error inside the gate, is refused. A failure shows the analyst its kind and an incident id
 (8 hex digits); the gate log's line with that id holds the full reason.
 """

@@ -1,0 +1,201 @@
+"""Several knowledge bases in one database, before and after issue 39, side by side in one run: every
+collection's search latency (hybrid, and its vector arm alone) and the vector arm's recall@10 against exact
+search, first as searches ran before issue 39 (every collection walks the one shared HNSW graph unless the
+cost rule scores it exactly), then as shipped (a collection of at most `COLLECTION_EXACT_ROWS` chunks scored
+exactly, a larger one on the graph `ragfr filter-index sync` builds for it), with what building those graphs
+cost in time, memory and disk.
+
+    python -m ragfr_tools.bench.collections --dsn "$DATABASE_URL" --out docs/bench/collections-100k.json
+
+Texts are PIAF sentences (so the lexical arm reads French), vectors synthetic low-rank 1024-dim
+(ragfr_tools.bench.collection_exact's recipe; no 1024-dim model runs here), queries a PIAF question with a
+noisy copy (cosine ~0.8) of a random vector of the searched collection. The hybrid search runs as the Open
+WebUI adapter runs it (the lexical arm on a second connection); each case answers different questions than
+the warm-up pass, and the phases run one after the other on the same database (the collections' graphs,
+once built, are what a search of theirs walks: the two layouts cannot take turns call by call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from ragfr.db import filter_indexes
+from ragfr.db.migrate import migrate
+from ragfr.retrieval.config import COLLECTION_EXACT_ROWS, SearchConfig
+from ragfr.retrieval.hybrid import search
+from ragfr_tools import pgdb
+from ragfr_tools.bench.collection_exact import DIMS, MODEL, RANK, _vectors
+from ragfr_tools.bench.corpus import CorpusSpec, Geometry, chunks, noisy_copy, read_piaf
+from ragfr_tools.bench.memory import ClusterMemory
+from ragfr_tools.bench.output import say, write_json
+from ragfr_tools.bench.stats import load_average, machine, summarize
+from ragfr_tools.repo import PIAF_JSON
+
+DEFAULT_SIZES = "1000,4000,9000,16000,30000,40000"  # 100k in six knowledge bases, three of them past the limit
+BEFORE = "shared graph (before issue 39)"
+SHIPPED = "as shipped"
+
+
+def _copy(conn: psycopg.Connection[Any], name: str, ids: list[str], texts: list[str], vectors: np.ndarray) -> None:
+    buf = io.StringIO()
+    for i, t, v in zip(ids, texts, vectors, strict=True):
+        clean = t.replace("\\", " ").replace("\t", " ").replace("\n", " ")
+        meta = json.dumps({"source": name}).replace("\\", "\\\\")
+        buf.write(f"{i}\t[{','.join(map('{:.7g}'.format, v.tolist()))}]\t{name}\t{clean}\t{meta}\t{MODEL}\n")
+    with conn.cursor() as cur, cur.copy("COPY document_chunk (id, vector, collection_name, text, vmetadata,"
+                                        " embedding_model) FROM STDIN") as copy:
+        copy.write(buf.getvalue())
+
+
+def _load(conn: psycopg.Connection[Any], sizes: list[int], seed: int) -> dict[str, np.ndarray]:
+    """Load the collections (`kb<size>`), then build the shipped vector index over them once."""
+    rng = np.random.default_rng(seed)
+    basis = rng.standard_normal((RANK, DIMS))
+    texts = [c.text for c in chunks(CorpusSpec(sum(sizes), geometry=Geometry.LOWRANK, seed=seed),
+                                    read_piaf(PIAF_JSON))]
+    index = conn.execute("SELECT pg_get_indexdef('idx_document_chunk_vector'::regclass)").fetchone()
+    assert index is not None
+    conn.execute("DROP INDEX idx_document_chunk_vector")  # one build over everything, not one insert at a time
+    vectors: dict[str, np.ndarray] = {}
+    start = 0
+    t = time.perf_counter()
+    for n in sizes:
+        name = f"kb{n}"
+        vectors[name] = _vectors(rng, basis, n)
+        _copy(conn, name, [f"{name}-{i:07d}" for i in range(n)], texts[start:start + n], vectors[name])
+        start += n
+        say(f"collections: loaded {name} ({start} rows, {time.perf_counter() - t:.0f} s)")
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    t = time.perf_counter()
+    conn.execute(index[0])
+    conn.execute("VACUUM ANALYZE document_chunk")
+    say(f"collections: shared HNSW graph built in {time.perf_counter() - t:.0f} s")
+    return vectors
+
+
+def _questions(vectors: np.ndarray, texts: list[str], n: int, seed: int) -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(len(vectors), size=2 * n)  # the first n warm the cache, the last n are measured
+    return [(texts[int(rng.integers(len(texts)))], noisy_copy(vectors[r], 0.75, rng)) for r in rows]
+
+
+def _exact_top(vectors: np.ndarray, ids: list[str], q: np.ndarray, k: int = 10) -> set[str]:
+    scores = vectors @ q
+    return {ids[i] for i in np.argsort(-scores, kind="stable")[:k]}
+
+
+def _phase(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], vectors: dict[str, np.ndarray],
+           questions: dict[str, list[tuple[str, np.ndarray]]], config: SearchConfig,
+           say_line: Callable[[str], None]) -> list[dict[str, Any]]:
+    out = []
+    vector_only = replace(config, lexical=False)
+    for name, vs in vectors.items():
+        ids = [f"{name}-{i:07d}" for i in range(len(vs))]
+        qs = questions[name]
+        total: list[float] = []
+        arm: list[float] = []
+        recall: list[float] = []
+        scopes: set[str] = set()
+        for turn, (text, q) in enumerate(qs):
+            t = time.perf_counter()
+            r = search(conn, text, collections=[name], query_vector=q.tolist(), config=config, lexical_conn=lexical)
+            ms = (time.perf_counter() - t) * 1000
+            if turn < len(qs) // 2:
+                continue
+            total.append(ms)
+            arm.append(r.timings_ms["semantic"])
+            scopes.add(str(r.arms["semantic"].scope))
+            # Recall from the arm alone (the fused top 10 mixes in the lexical arm's): the same walk or scan.
+            alone = search(conn, text, collections=[name], query_vector=q.tolist(), config=vector_only)
+            recall.append(len({h.id for h in alone.hits} & _exact_top(vs, ids, q)) / 10)
+        row: dict[str, Any] = {
+            "collection": name, "rows": len(vs), "scope": sorted(scopes), "hybrid_ms": summarize(total),
+            "vector_arm_ms": summarize(arm), "recall_at_10": round(float(np.mean(recall)), 4),
+            "recall_at_10_min": min(recall), "load_average": load_average()}
+        say_line(f"collections: {name} {row['scope']}: hybrid p50 {row['hybrid_ms']['p50']} ms, vector arm p50 "
+                 f"{row['vector_arm_ms']['p50']} ms, recall@10 {row['recall_at_10']}")
+        out.append(row)
+    return out
+
+
+def _graphs(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """`ragfr filter-index sync` as the chart's CronJob runs it, timed, with the cluster's memory, then the
+    size of each graph it built."""
+    sampler = ClusterMemory.of(conn)
+    if sampler is not None:
+        sampler.start()
+    stamps: list[tuple[float, str]] = []
+
+    def stamp(line: str) -> None:
+        stamps.append((time.perf_counter(), line))
+        say(line)
+
+    t = time.perf_counter()
+    try:
+        report = filter_indexes.sync(conn, maintenance_work_mem="1GB",
+                                     say=stamp)
+    finally:
+        seconds = round(time.perf_counter() - t, 1)
+        memory: dict[str, Any] = (sampler.stop() if sampler is not None
+                                  else {"measured": "not sampled: the server is not local"})
+    built = []
+    for name in report.built:
+        began = next(s for s, line in stamps if line.startswith(f"building {name} "))
+        ended = next(s for s, line in stamps if line.startswith(f"built {name} "))
+        size = conn.execute("SELECT pg_relation_size(%s::regclass)", (name,)).fetchone()
+        built.append({"index": name, "build_s": round(ended - began, 1), "bytes": int(size[0]) if size else None})
+    shared = conn.execute("SELECT pg_relation_size('idx_document_chunk_vector'::regclass)").fetchone()
+    return {"sync_s": seconds, "memory": memory, "built": built,
+            "shared_graph_bytes": int(shared[0]) if shared else None,
+            "collections_declared": report.collections_declared}
+
+
+def run(dsn: str, sizes: list[int], queries: int, seed: int) -> dict[str, Any]:
+    with pgdb.fresh_database(dsn, "ragfr_bench_collections") as db:
+        migrate(db, DIMS, MODEL)
+        with psycopg.connect(db, autocommit=True) as conn, psycopg.connect(db, autocommit=True) as lexical:
+            vectors = _load(conn, sizes, seed)
+            texts = read_piaf(PIAF_JSON).questions
+            questions = {name: _questions(vs, texts, queries, seed + i) for i, (name, vs) in enumerate(vectors.items())}
+            settings: dict[str, str] = dict(conn.execute("SELECT name, setting FROM pg_settings WHERE name IN"
+                                         " ('shared_buffers', 'work_mem', 'max_parallel_workers_per_gather')"
+                                         ).fetchall())
+            # Before issue 39: no collection is scored exactly for being one (the cost rule alone decides)
+            # and none has a graph of its own yet.
+            before = _phase(conn, lexical, vectors, questions, SearchConfig(collection_exact_rows=0, rerank=False),
+                            say)
+            graphs = _graphs(conn)
+            shipped = _phase(conn, lexical, vectors, questions, SearchConfig(rerank=False), say)
+    return {"benchmark": "collections", "dims": DIMS, "model": MODEL, "sizes": sizes, "rows": sum(sizes),
+            "queries_per_collection": queries, "seed": seed, "collection_exact_rows": COLLECTION_EXACT_ROWS,
+            "collection_graph_rows": filter_indexes.COLLECTION_ROWS, "settings": settings, "machine": machine(),
+            "phases": {BEFORE: before, SHIPPED: shipped}, "collection_graphs": graphs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dsn", required=True, help="superuser DSN of the cluster (a database is made and dropped)")
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"collection sizes, comma separated ({DEFAULT_SIZES})")
+    parser.add_argument("--queries", type=int, default=50, help="measured questions per collection and phase")
+    parser.add_argument("--seed", type=int, default=39)
+    parser.add_argument("--out", type=Path)
+    a = parser.parse_args(argv)
+    sizes = [int(s) for s in a.sizes.split(",")]
+    if sum(sizes) % 1000:
+        parser.error("the sizes must add up to a multiple of 1000 (the text generator's unit)")
+    print(write_json(a.out, run(a.dsn, sizes, a.queries, a.seed)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

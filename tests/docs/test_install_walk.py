@@ -570,7 +570,7 @@ def test_the_images_built_are_the_chart_s() -> None:
 
 
 def test_the_refusal_shown_is_the_gate_s() -> None:
-    tree = ast.parse((REPO / "src" / "ragfr" / "owui" / "chat_gate.py").read_text())
+    tree = ast.parse((REPO / "src" / "ragfr" / "owui" / "runtime" / "chat_gate.py").read_text())
     consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
               for t in n.targets if isinstance(t, ast.Name)}
     refusal = next(b for lang, _, b in fenced() if lang == "text" and b.startswith("Les documents"))

@@ -15,9 +15,9 @@ from tests.support.standins import tiny_cross_encoder, tiny_cross_encoder_cache
 
 from ragfr.cli import build_parser
 from ragfr.cli import main as cli_main
-from ragfr.db.filters import parse_condition
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError
+from ragfr.filters.grammar import parse_condition
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
 from ragfr.retrieval.rerank import FRENCH_MODEL
 

@@ -19,10 +19,10 @@ from tests.support.backup import RAGFR, Release, fake_release
 from tests.support.backup import run_script as _run
 from tests.support.chart import CHART
 
-from ragfr.db.filters import Condition
 from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError, DatabaseError
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 

@@ -10,12 +10,12 @@ import psycopg
 from tests.support.embmigrate import TARGET, snapshot
 
 from ragfr.db import filter_indexes
-from ragfr.db.filters import Condition
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
 from ragfr.embmigrate.finalize import finalize
 from ragfr.embmigrate.options import MigrateOptions
 from ragfr.embmigrate.rollback import rollback
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 

@@ -17,7 +17,7 @@ PRODUCT = REPO / "src" / "ragfr"
 LAYERS: list[set[str]] = [
     {"errors"},  # the error types every layer raises
     {"timing", "progress", "stop", "metrics"},  # leaf helpers: timers, progress lines, signals, counters
-    {"analysis", "embed"},  # French text analysis; embedding models and their cache
+    {"analysis", "embed", "filters"},  # French text analysis; embedding models and their cache; the filter grammar
     {"db"},  # the schema, its indexes and locks: SQL on document_chunk and the ragfr tables
     {"ingest", "retrieval"},  # writing chunks; the hybrid search over them
     {"ask", "embmigrate"},  # the evidence-gated answer; changing the embedding model

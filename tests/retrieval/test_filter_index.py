@@ -16,9 +16,9 @@ from tests.support.geometry import at_cosine, insert, literal, query_direction
 
 from ragfr.cli import main
 from ragfr.db import filter_indexes
-from ragfr.db.filters import Condition
 from ragfr.db.migrate import migrate
 from ragfr.errors import ConfigError
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig, ef_search_for
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.strategy import exact_threshold

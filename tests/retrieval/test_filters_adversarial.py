@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from tests.support.geometry import at_cosine, insert, literal, query_direction
 
-from ragfr.db.filters import Condition
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 

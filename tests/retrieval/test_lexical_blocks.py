@@ -16,7 +16,8 @@ from tests.support.lexidx import block_problems, indexed_postings, recounted_pos
 from tests.support.paths import GOLDEN, PIAF_JSON
 
 from ragfr.analysis.french import query_terms
-from ragfr.db.filters import Condition, Filters
+from ragfr.filters.grammar import Condition
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import blockmax, lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.strategy import lexical_filter_first_threshold

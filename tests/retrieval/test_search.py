@@ -19,9 +19,9 @@ from tests.support.standins import tiny_cross_encoder
 from ragfr.analysis.french import analyze, query_terms
 from ragfr.ask import answer
 from ragfr.cli import main as cli_main
-from ragfr.db.filters import Condition, parse_condition
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError, EmbeddingSpaceError, RagfrError
+from ragfr.filters.grammar import Condition, parse_condition
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from tests.support.geometry import at_cosine, insert, literal, query_direction
 
-from ragfr.db.filters import Condition
 from ragfr.errors import ConfigError
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig, ef_search_for, parse_ef_search
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.semantic import vector_literal

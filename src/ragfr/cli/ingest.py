@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ragfr.cli.common import add_dsn, bounded_number, require_dsn
-from ragfr.db.filters import check_key
 from ragfr.errors import ConfigError
+from ragfr.filters.grammar import check_key
 from ragfr.ingest.chunking import (
     CHARS_PER_TOKEN,
     DEFAULT_CHUNK_OVERLAP,

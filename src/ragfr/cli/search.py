@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from ragfr.cli.common import add_dsn, ef_search_arg, require_dsn
-from ragfr.db.filters import GRAMMAR
+from ragfr.filters.grammar import GRAMMAR
+from ragfr.retrieval import arms
+from ragfr.retrieval.arms import BUILTIN
 from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL
 
 EPILOG = """\
@@ -80,9 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_search(args: argparse.Namespace) -> Any:
     from ragfr.db.connect import connect
-    from ragfr.db.filters import parse_condition
     from ragfr.embed import load_embedder, parse_spec, read_space
     from ragfr.errors import ConfigError
+    from ragfr.filters.grammar import parse_condition
     from ragfr.retrieval.collections import require_collections
     from ragfr.retrieval.config import SearchConfig
     from ragfr.retrieval.hybrid import search

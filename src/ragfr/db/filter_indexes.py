@@ -37,8 +37,9 @@ from psycopg import sql
 
 from ragfr.db import catalog, ddl, hnsw_build, index_lock, names
 from ragfr.db.catalog import Index
-from ragfr.db.filters import Condition, containment_predicate, parse_condition
 from ragfr.errors import ConfigError, DatabaseError
+from ragfr.filters.grammar import Condition, parse_condition
+from ragfr.filters.predicate import containment_predicate
 
 log = logging.getLogger(__name__)
 PREFIX = "idx_document_chunk_vector_f_"

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ragfr.db.filters import from_mapping
 from ragfr.errors import RagfrError
 from ragfr.eval.beir import Query
 from ragfr.eval.configs import ConfigSpec, EvalContext, Ranker
 from ragfr.retrieval import hybrid
+from ragfr.filters.grammar import from_mapping
 from ragfr.retrieval.config import SearchConfig
+from ragfr.retrieval.arms import BUILTIN, Arm, only
 from ragfr.retrieval.rerank import Reranker, load_reranker, require_reranker_files, resolve_model
 
 

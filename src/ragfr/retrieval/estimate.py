@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ragfr.db.filters import Filters
+from ragfr.filters.predicate import Filters
 
 
 def passing_rows(conn: psycopg.Connection[Any], filters: Filters) -> int | None:

@@ -25,11 +25,12 @@ from psycopg.pq import TransactionStatus
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
-from ragfr.db.filters import Condition, Filters
 from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
+from ragfr.filters.grammar import Condition
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import evidence, semantic
-from ragfr.retrieval.arms import BUILTIN, LEXICAL, SEMANTIC, Arm, ArmQuery, Ranked
+from ragfr.retrieval.arms import BUILTIN, Arm, ArmQuery, Ranked, reads
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.fusion import rrf
 from ragfr.retrieval.rerank import Reranker

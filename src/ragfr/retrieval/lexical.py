@@ -22,7 +22,7 @@ import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
-from ragfr.db.filters import Filters
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import blockmax, estimate, strategy
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.types import ArmReport

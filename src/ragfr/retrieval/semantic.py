@@ -51,8 +51,8 @@ import psycopg
 from psycopg import sql
 
 from ragfr.db import filter_indexes, vector_index
-from ragfr.db.filters import Filters
 from ragfr.db.vector_index import Precision
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import estimate, strategy
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.types import ArmReport

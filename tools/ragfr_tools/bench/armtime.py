@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from ragfr.db.filters import Filters
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import semantic
 from ragfr.retrieval.config import SearchConfig
 

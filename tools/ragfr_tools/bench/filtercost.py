@@ -24,7 +24,8 @@ import psycopg
 from psycopg import sql
 
 from ragfr.db import vector_index
-from ragfr.db.filters import Condition, Filters
+from ragfr.filters.grammar import Condition
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import semantic
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES

@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from ragfr.db.filters import Condition
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.corpus import COLLECTION

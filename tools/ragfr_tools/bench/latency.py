@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from tqdm import tqdm
 
-from ragfr.db.filters import Condition
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import owui

@@ -25,7 +25,7 @@ import numpy as np
 import psycopg
 
 from ragfr.analysis.french import query_terms
-from ragfr.db.filters import Filters
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.armtime import timed

@@ -26,7 +26,8 @@ from typing import Any
 import psycopg
 
 from ragfr.analysis.french import query_terms
-from ragfr.db.filters import Condition, Filters
+from ragfr.filters.grammar import Condition
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import lexical, strategy
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.armtime import Ranking, timed

@@ -27,7 +27,7 @@ from psycopg import sql
 
 from ragfr.analysis.french import query_terms
 from ragfr.db.connect import with_database
-from ragfr.db.filters import Filters
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, Geometry, read_piaf

@@ -19,8 +19,8 @@ from psycopg import sql
 from tqdm import tqdm
 
 from ragfr.analysis.french import query_terms
-from ragfr.db.filters import Filters
 from ragfr.embed.space import read_space
+from ragfr.filters.predicate import Filters
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr.timing import elapsed_ms

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import psycopg
 
-from ragfr.db.filters import Condition
+from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 from ragfr_tools.repo import PIAF_JSON

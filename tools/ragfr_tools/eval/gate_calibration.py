@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from ragfr.db.connect import connect
-from ragfr.db.filters import from_mapping
 from ragfr.embed import load_embedder
 from ragfr.errors import RagfrError
 from ragfr.eval.beir import load_dataset
 from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
+from ragfr.filters.grammar import from_mapping
 from ragfr.ingest.chunking import ChunkConfig
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.gate import rrf_thresholds
@@ -143,6 +143,7 @@ def score_collection(
 
 def _scored(qid: str, answerable: bool, result: Any) -> Scored:
     from ragfr.ask import gate_search
+    from ragfr.retrieval.arms import SEMANTIC
 
     top = result.hits[0] if result.hits else None
     decision = gate_search(result)

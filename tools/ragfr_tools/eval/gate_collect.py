@@ -124,9 +124,9 @@ def collect(dsn: str, piaf_json: Path, out: Path, per_side: dict[str, int], seed
     restrict PIAF to the articles that collection holds whole (`articles_in`)."""
     import psycopg
 
-    from ragfr.db.filters import from_mapping
     from ragfr.embed import load_embedder
     from ragfr.eval.corpus import documents_ranking
+    from ragfr.filters.grammar import from_mapping
     from ragfr.retrieval import hybrid
     from ragfr.retrieval.config import SearchConfig
     from ragfr.retrieval.gate import GateConfig, assess

@@ -54,8 +54,8 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def run_suite(conn: Any, dataset: Dataset, questions: list[Any], embedder: Any, reranker: Any, h: Hyper,
               label: str) -> dict[str, Any]:
-    from ragfr.db.filters import from_mapping
     from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
+    from ragfr.filters.grammar import from_mapping
     from ragfr.ingest.chunking import ChunkConfig
     from ragfr.retrieval import hybrid
     from ragfr.retrieval.config import SearchConfig

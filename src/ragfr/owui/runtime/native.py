@@ -27,12 +27,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ragfr import metrics
 from ragfr.db.connect import normalize_dsn, redact
-from ragfr.db.filters import from_mapping
 from ragfr.db.vmetadata import without_reserved
 from ragfr.errors import ConfigError, RagfrError, first_line
+from ragfr.filters.grammar import from_mapping
 from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
 from ragfr.retrieval import passage_keys as keys
+from ragfr.retrieval.arms import BUILTIN, only, reads
 from ragfr.retrieval.config import SearchConfig, parse_ef_search
 from ragfr.retrieval.hybrid import SearchTimeoutError
 from ragfr.retrieval.types import SearchResult

@@ -9,7 +9,8 @@ import psycopg
 import pytest
 from tests.support.geometry import at_cosine, insert, literal
 
-from ragfr.db.filters import Condition, Filters
+from ragfr.filters.grammar import Condition
+from ragfr.filters.predicate import Filters
 
 VALUES = ["5", 5, 5.0, 5.5, "5.5", -3, "007", 7, True, "true", False, None, [1, 2], {"a": 1}, "[1, 2]",
           "contrat", "Contrat", "", " 5", "5\n", "١٢"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragfr.db.filters import Condition, from_mapping
 from ragfr.errors import ConfigError
+from ragfr.filters.grammar import Condition, from_mapping
 
 
 def test_in_takes_a_list_of_members() -> None:

@@ -8,8 +8,6 @@ from typing import Any
 
 from ragfr.cli.common import add_dsn, ef_search_arg, require_dsn
 from ragfr.filters.grammar import GRAMMAR
-from ragfr.retrieval import arms
-from ragfr.retrieval.arms import BUILTIN
 from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL
 
 EPILOG = """\

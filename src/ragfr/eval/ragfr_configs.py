@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from ragfr.errors import RagfrError
 from ragfr.eval.beir import Query
 from ragfr.eval.configs import ConfigSpec, EvalContext, Ranker
-from ragfr.retrieval import hybrid
 from ragfr.filters.grammar import from_mapping
+from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.arms import BUILTIN, Arm, only
 from ragfr.retrieval.rerank import Reranker, load_reranker, require_reranker_files, resolve_model
 
 

@@ -30,7 +30,7 @@ from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.filters.grammar import Condition
 from ragfr.filters.predicate import Filters
 from ragfr.retrieval import evidence, semantic
-from ragfr.retrieval.arms import BUILTIN, Arm, ArmQuery, Ranked, reads
+from ragfr.retrieval.arms import BUILTIN, LEXICAL, SEMANTIC, Arm, ArmQuery, Ranked
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.fusion import rrf
 from ragfr.retrieval.rerank import Reranker

@@ -143,7 +143,6 @@ def score_collection(
 
 def _scored(qid: str, answerable: bool, result: Any) -> Scored:
     from ragfr.ask import gate_search
-    from ragfr.retrieval.arms import SEMANTIC
 
     top = result.hits[0] if result.hits else None
     decision = gate_search(result)

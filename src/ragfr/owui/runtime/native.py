@@ -33,7 +33,6 @@ from ragfr.filters.grammar import from_mapping
 from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
 from ragfr.retrieval import passage_keys as keys
-from ragfr.retrieval.arms import BUILTIN, only, reads
 from ragfr.retrieval.config import SearchConfig, parse_ef_search
 from ragfr.retrieval.hybrid import SearchTimeoutError
 from ragfr.retrieval.types import SearchResult

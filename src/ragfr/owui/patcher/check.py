@@ -1,7 +1,7 @@
 """Command line of the patch check: `ragfr owui check` and `python -m ragfr.owui.patcher.check`.
 
 The second form is the Open WebUI pod's readiness probe: it runs in Open WebUI's interpreter with nothing
-but ragfr on the path, so it imports only `ragfr.owui` (the check itself lives in `ragfr.owui.patcher.status`).
+but ragfr on the path, so it imports only `ragfr.owui.patcher` (the check itself lives in its `status`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ what it does:
 examples:
   ragfr owui check                                   # the open_webui on this Python's import path
   ragfr owui check --open-webui-dir /app/backend     # the stock image's backend directory
-  python -m ragfr.owui.patcher.check --json                  # same, without the full ragfr CLI (readiness probe)
+  python -m ragfr.owui.patcher.check --json          # same, without the full ragfr CLI (readiness probe)
 """
 
 

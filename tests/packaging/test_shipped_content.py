@@ -49,7 +49,8 @@ def test_wheel_holds_only_the_product(tmp_path: Path) -> None:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
-    for name in ("src", "migrations"):
+    # src/ragfr/owui/patcher/patch links to patches/open-webui: the wheel ships the patch's manifest and bodies.
+    for name in ("src", "migrations", "patches"):
         shutil.copytree(REPO / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                            "-w", str(tmp_path), str(source)], capture_output=True, text=True, check=False)
@@ -61,6 +62,10 @@ def test_wheel_holds_only_the_product(tmp_path: Path) -> None:
     assert not {Path(p).name for p in inside} & TOOL_NAMES
     assert not any(n.startswith("ragfr_tools") for n in zipfile.ZipFile(wheel).namelist())
     assert SHIPPED_GATE in inside  # package data: without it `ragfr ask` falls back to the rank rule
+    # `ragfr owui check` from an installed wheel reads the patch it verifies against (ragfr.owui.patcher.manifest).
+    patch = REPO / "patches" / "open-webui"
+    assert {f"owui/patcher/patch/{p.relative_to(patch).as_posix()}" for p in [patch / "manifest.json",
+            *(patch / "bodies").glob("*.in")]} <= inside
     # `ragfr migrate` from an installed wheel needs the SQL files (src/ragfr/migrations links to them).
     shipped_sql = {Path(n).name for n in inside if n.startswith("migrations/") and n.endswith(".sql")}
     assert shipped_sql == {p.name for p in (REPO / "migrations").glob("*.sql")}

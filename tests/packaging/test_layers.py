@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
     {"timing", "progress", "stop", "metrics"},  # leaf helpers: timers, progress lines, signals, counters
     {"analysis", "embed", "filters"},  # French text analysis; embedding models and their cache; the filter grammar
     {"db"},  # the schema, its indexes and locks: SQL on document_chunk and the ragfr tables
+    {"lexical_index"},  # the BM25 index: its scan, block-max, recount and repair
     {"ingest", "retrieval"},  # writing chunks; the hybrid search over them
     {"ask", "embmigrate"},  # the evidence-gated answer; changing the embedding model
     {"eval", "owui"},  # quality measurement; the Open WebUI adapter
@@ -64,7 +65,7 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path: Path) -> None:
     (pkg / "__init__.py").write_text("")
     (pkg / "embmigrate" / "names.py").write_text("")
     (pkg / "db" / "build.py").write_text("def f() -> None:\n    from ragfr.embmigrate import names\n")
-    assert upward(unit_graph(pkg)) == ["ragfr.db (layer 3) imports ragfr.embmigrate (layer 5)"]
+    assert upward(unit_graph(pkg)) == ["ragfr.db (layer 3) imports ragfr.embmigrate (layer 6)"]
 
 
 def test_the_owui_runtime_never_imports_the_patcher() -> None:

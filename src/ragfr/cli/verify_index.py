@@ -12,7 +12,7 @@ from ragfr.cli.common import add_dsn, require_dsn
 if TYPE_CHECKING:
     import psycopg
 
-    from ragfr.db.lexverify import Check
+    from ragfr.lexical_index.verify import Check
 
 EPILOG = """\
 what it compares:
@@ -74,16 +74,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import psycopg
 
-    from ragfr.db import lexverify
     from ragfr.db.connect import connect
     from ragfr.errors import ConfigError, DatabaseError
+    from ragfr.lexical_index import verify as index_check
 
     dsn = require_dsn(args)
     with connect(dsn, autocommit=True) as conn:
         if conn.execute("SELECT to_regproc('ragfr_lex_int4s')").fetchone() == (None,):
             raise DatabaseError("this database lacks ragfr's packed postings (migration 0013): run `ragfr migrate`")
-        names = lexverify.collections(conn) if args.all else [args.collection]
-        if not args.all and not lexverify.known(conn, args.collection):
+        names = index_check.collections(conn) if args.all else [args.collection]
+        if not args.all and not index_check.known(conn, args.collection):
             raise ConfigError(f"unknown collection {args.collection!r}: no chunk and no index row name it "
                               "(`ragfr verify-index --all` checks every collection)")
         checks, orphans = _compare(conn, names, orphans=args.all, text=not args.no_text)
@@ -92,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
             try:
                 for check in checks:
                     if not check.clean:
-                        lexverify.repair(conn, check.collection)
+                        index_check.repair(conn, check.collection)
                         repaired.append(check.collection)
                 if orphans:
-                    lexverify.remove_orphan_docs(conn)
+                    index_check.remove_orphan_docs(conn)
             except psycopg.errors.InsufficientPrivilege as exc:
                 raise DatabaseError(f"cannot repair as {conn.info.user}: {str(exc).strip().splitlines()[0]}; "
                                     "run it as the schema owner (the migrations' role)") from exc
@@ -108,12 +108,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compare(conn: psycopg.Connection, names: list[str], *, orphans: bool, text: bool) -> tuple[list[Check], int]:
-    from ragfr.db import lexverify
+    from ragfr.lexical_index import verify as index_check
 
     with conn.transaction():
-        lexverify.snapshot(conn)
-        checks = [lexverify.verify(conn, name, text=text) for name in names]
-        return checks, lexverify.orphan_docs(conn) if orphans else 0
+        index_check.snapshot(conn)
+        checks = [index_check.verify(conn, name, text=text) for name in names]
+        return checks, index_check.orphan_docs(conn) if orphans else 0
 
 
 def _show(checks: list[Check], orphans: int, repaired: list[str], before: dict[str, Check], *, as_json: bool) -> None:

@@ -48,7 +48,7 @@ def exact_threshold(indexed: int, depth: int, ef_search: int, cost_ratio: float)
 # The lexical arm under metadata conditions has the same two strategies, with other costs:
 #   filter first   the GIN indexes find the rows that match a query term AND pass the filters, and each one's
 #                  tsvector is scored: n * c_row (n passing rows; the share of them matching a term varies);
-#   block index    the unfiltered top scores (migrations/0010, ragfr.retrieval.blockmax) walked through the
+#   block index    the unfiltered top scores (migrations/0010, ragfr.lexical_index.blockmax) walked through the
 #                  filter in rank order, one primary-key probe per candidate, until `depth` pass: about
 #                  depth * N / n probes of c_probe each, on top of the unfiltered arm's cost.
 # Equal when n = sqrt(r * depth * N), r = c_probe / c_row. Measured at 100k chunks by

@@ -1,4 +1,4 @@
-"""The unfiltered lexical arm alone (block index, ragfr.retrieval.lexical.bm25_blocks) on a loaded bench corpus:
+"""The unfiltered lexical arm alone (block index, ragfr.lexical_index.scan.bm25_blocks) on a loaded bench corpus:
 latency per question, blocks and postings read, and a digest of each answer, so that two runs (two schemas or two
 versions of the code on the same rows) can be compared answer by answer.
 
@@ -26,7 +26,7 @@ import psycopg
 
 from ragfr.analysis.french import query_terms
 from ragfr.filters.predicate import Filters
-from ragfr.retrieval import lexical
+from ragfr.lexical_index import scan
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.armtime import timed
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, read_piaf
@@ -57,7 +57,7 @@ def run(dsn: str, queries: int, rounds: int, seed: int) -> dict[str, Any]:
             times: list[float] = []
             for r in range(rounds):
                 stats: dict[str, int] = {}
-                ms, ranking = timed(conn, partial(lexical.bm25_blocks, stats=stats), terms, filters, config)
+                ms, ranking = timed(conn, partial(scan.bm25_blocks, stats=stats), terms, filters, config)
                 if r:
                     times.append(ms)
             out["questions"].append({"terms": terms, "ms": times, "digest": _digest(ranking), **stats})

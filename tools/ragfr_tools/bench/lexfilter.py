@@ -6,8 +6,8 @@ check that both strategies rank alike, on a loaded corpus database.
 For each `vmetadata.sel` class (0.1 / 1 / 10 %) and unfiltered, --queries PIAF questions (the `make bench`
 question draw) are answered by both strategies in one REPEATABLE READ transaction each, with the search's
 settings (JIT off):
-  filter first  lexical.bm25_filter_first: the GIN candidates that pass, scored from their tsvectors;
-  block index   lexical.bm25_blocks: the block index's top walked through the filter (theta from passing
+  filter first  scan.bm25_filter_first: the GIN candidates that pass, scored from their tsvectors;
+  block index   scan.bm25_blocks: the block index's top walked through the filter (theta from passing
                 chunks, failures probed once).
 Both must return the same ids in the same order with scores within 1e-9 (`mismatches`). The rule's terms:
 c_row = filter-first ms p50 / passing rows; c_probe = (block-index ms p50 - its unfiltered p50) /
@@ -28,7 +28,8 @@ import psycopg
 from ragfr.analysis.french import query_terms
 from ragfr.filters.grammar import Condition
 from ragfr.filters.predicate import Filters
-from ragfr.retrieval import lexical, strategy
+from ragfr.lexical_index import scan
+from ragfr.retrieval import strategy
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.armtime import Ranking, timed
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES, read_piaf
@@ -66,8 +67,8 @@ def run(dsn: str, queries: int, seed: int) -> dict[str, Any]:
             blocks: list[float] = []
             mismatches = 0
             for terms in asked:
-                t_first, want = timed(conn, lexical.bm25_filter_first, terms, filters, config)
-                t_blocks, got = timed(conn, lexical.bm25_blocks, terms, filters, config)
+                t_first, want = timed(conn, scan.bm25_filter_first, terms, filters, config)
+                t_blocks, got = timed(conn, scan.bm25_blocks, terms, filters, config)
                 first.append(t_first)
                 blocks.append(t_blocks)
                 mismatches += not _same(got, want)

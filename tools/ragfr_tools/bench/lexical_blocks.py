@@ -5,7 +5,7 @@
 both, alternately, on one connection each: the row-per-posting arm (its SQL as it shipped before 0010,
 below), and lexical.bm25 as it ships now. The answers must be identical (ids and order, scores to 1e-9;
 chunks within 1e-9 of each other are a tie and compared as a set) and equal to the tsvector scoring
-(lexical.bm25_filter_first). Latency is wall time around the arm's call, round trips included.
+(scan.bm25_filter_first). Latency is wall time around the arm's call, round trips included.
 
     python -m ragfr_tools.bench.lexical_blocks --dsn $DSN --before ragfr_bench_100k_... --after ... \\
         --out docs/bench/lexical-blocks-100k.json
@@ -28,6 +28,7 @@ from psycopg import sql
 from ragfr.analysis.french import query_terms
 from ragfr.db.connect import with_database
 from ragfr.filters.predicate import Filters
+from ragfr.lexical_index import scan
 from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, Geometry, read_piaf
@@ -39,8 +40,8 @@ from ragfr_tools.repo import PIAF_JSON
 
 DEFAULT_PIAF = PIAF_JSON
 
-# The unfiltered BM25 of src/ragfr/retrieval/lexical.py before migrations/0010, verbatim.
-ROW_POSTINGS_BM25 = lexical._STATS_AND_IDF + """), scored AS MATERIALIZED (
+# The unfiltered BM25 of src/ragfr/retrieval/lexical.py before migrations/0010 (now ragfr.lexical_index.scan), verbatim.
+ROW_POSTINGS_BM25 = scan._STATS_AND_IDF + """), scored AS MATERIALIZED (
     SELECT p.chunk_id,
            sum(i.idf * (p.tf * (%s + 1)) / (p.tf + %s * (1 - %s + %s * p.fts_len / s.avgdl))) AS score
       FROM idf i
@@ -117,11 +118,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         read = total = 0
         for text, terms in asked:  # equality first: every question, both references
             stats: dict[str, int] = {}
-            got = lexical.bm25_blocks(new, terms, filters, config, stats)
+            got = scan.bm25_blocks(new, terms, filters, config, stats)
             read += stats.get("postings_read", 0)
             total += stats.get("postings", 0)
             for name, want in (("row postings", row_postings_bm25(old, terms, filters, config)),
-                               ("tsvector scoring", lexical.bm25_filter_first(new, terms, filters, config))):
+                               ("tsvector scoring", scan.bm25_filter_first(new, terms, filters, config))):
                 diff = differences(got, want)
                 if diff:
                     mismatches.append({"query": text, "reference": name, "difference": diff})

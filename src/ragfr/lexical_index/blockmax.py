@@ -51,7 +51,7 @@ def term_score(
     idf: FloatArray | float, tf: npt.NDArray[np.generic], length: npt.NDArray[np.generic], k1: float, b: float,
     avgdl: float,
 ) -> FloatArray:
-    """Okapi BM25 of one term, as `lexical._BM25_FILTER_FIRST` computes it in SQL, operation for operation:
+    """Okapi BM25 of one term, as `scan._BM25_FILTER_FIRST` computes it in SQL, operation for operation:
     idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * len / avgdl))."""
     tf_f = tf.astype(np.float64)
     len_f = length.astype(np.float64)
@@ -80,6 +80,17 @@ class Postings:
 
 Fetch = Callable[[BoolArray], list[Postings]]
 Walk = Callable[[IntArray, FloatArray], list[tuple[str, float]]]
+
+
+@dataclass
+class _Seen:
+    """Every chunk in a read posting: its score so far, the bound of what unread blocks could add (0: exact),
+    and which unread blocks those are (_Search.pending)."""
+
+    docs: IntArray
+    score: FloatArray
+    extra: FloatArray
+    where: list[tuple[IntArray, IntArray]]
 
 
 @dataclass
@@ -150,6 +161,11 @@ class _Search:
             extra += bound
         return extra, where
 
+    def look(self) -> _Seen:
+        docs, score = self.seen()
+        extra, where = self.pending(docs)
+        return _Seen(docs, score, extra, where)
+
     def blocks_for(self, rows: BoolArray, where: list[tuple[IntArray, IntArray]]) -> BoolArray:
         want = np.zeros(len(self.ub), dtype=bool)
         for positions, blocks in where:
@@ -178,61 +194,16 @@ def top(meta: BlockMeta, idf: FloatArray, term_of_key: IntArray, k1: float, b: f
     ends = np.concatenate([bounds, [len(meta.key)]])
     key_slices = [(int(term[s]), int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
     search = _Search(meta, term, ub, term_ub, key_slices, fetch)
-    cost = np.bincount(term, weights=meta.n, minlength=len(idf))
-    by_bound = np.argsort(-term_ub, kind="stable")
-
-    # 1. The terms with the highest bounds, whole, within a budget: the chunks that can score most.
-    first = np.zeros(len(idf), dtype=bool)
-    first[by_bound[0]] = True
-    first[by_bound[np.cumsum(cost[by_bound]) <= FIRST_READ_POSTINGS]] = True
-    search.read_terms(first)
-    docs, score = search.seen()
-    extra, where = search.pending(docs)
-    while True:
-        # 2. Exact scores for the `depth` most promising chunks seen (their blocks of the other terms), then
-        #    theta: the depth-th best exact score that passes the filters (-inf while fewer pass).
-        best = np.zeros(len(docs), dtype=bool)
-        best[np.argpartition(-(score + extra), depth - 1)[:depth] if len(docs) > depth else slice(None)] = True
-        if (best & (extra > 0)).any():
-            search.read(search.blocks_for(best & (extra > 0), where))
-            docs, score = search.seen()
-            extra, where = search.pending(docs)
-        exact = extra == 0
-        if verified:
-            passed = walk(docs[exact], score[exact])
-            theta = passed[-1][1] if len(passed) >= depth else -np.inf
-        else:
-            known = score[exact]
-            cut = len(known) - depth
-            theta = float(np.partition(known, cut)[cut]) if cut >= 0 else -np.inf
-        # 3. MaxScore: a chunk holding none of the terms read whole scores at most the sum of the other
-        #    terms' bounds. Terms outside the longest prefix (by increasing bound) whose sum stays below
-        #    theta are essential: read them whole. While theta is unknown, one more term, and again.
-        unread = np.flatnonzero(~search.whole)
-        unread = unread[np.argsort(term_ub[unread], kind="stable")]
-        essential = np.zeros(len(idf), dtype=bool)
-        essential[unread[~(np.cumsum(term_ub[unread]) < theta)]] = True
-        if not essential.any():
-            break
-        if theta == -np.inf:
-            search.read_terms(np.arange(len(idf)) == unread[-1])
-            docs, score = search.seen()
-            extra, where = search.pending(docs)
-            continue
-        search.read_terms(essential)
-        docs, score = search.seen()
-        extra, where = search.pending(docs)
-        break
+    theta, now = _theta(search, depth, walk, verified)
     # 4. Every chunk that may still reach theta gets its remaining blocks read; then all are exact.
     # The margin scales with the score too: a bound far below one rounding step of the partial score
     # (a term in nearly every chunk) must not drop a chunk that ties theta.
-    maybe = (extra > 0) & ((score + extra) * (1 + _MARGIN) >= theta)
+    maybe = (now.extra > 0) & ((now.score + now.extra) * (1 + _MARGIN) >= theta)
     if maybe.any():
-        search.read(search.blocks_for(maybe, where))
-        docs, score = search.seen()
-        extra, _ = search.pending(docs)
-    final = (extra == 0) & (score >= theta)
-    passed = walk(docs[final], score[final])
+        search.read(search.blocks_for(maybe, now.where))
+        now = search.look()
+    final = (now.extra == 0) & (now.score >= theta)
+    passed = walk(now.docs[final], now.score[final])
     if len(passed) < depth and theta > -np.inf and not verified:
         # some of the best chunks fail the filters: theta must come from passing ones
         return top(meta, idf, term_of_key, k1, b, avgdl, depth, fetch, walk, stats, verified=True)
@@ -242,3 +213,49 @@ def top(meta: BlockMeta, idf: FloatArray, term_of_key: IntArray, k1: float, b: f
         stats["postings"] = int(meta.n.sum())
         stats["postings_read"] = int(meta.n[search.fetched].sum())
     return passed
+
+
+def _theta(search: _Search, depth: int, walk: Walk, verified: bool) -> tuple[float, _Seen]:
+    """Steps 1 to 3 of the module docstring: theta, the `depth`-th best exact score (that passes the filters
+    when `verified`; -inf while fewer are known), with every term that could still beat it read whole."""
+    n_terms = len(search.term_ub)
+    cost = np.bincount(search.term, weights=search.meta.n, minlength=n_terms)
+    by_bound = np.argsort(-search.term_ub, kind="stable")
+    # 1. The terms with the highest bounds, whole, within a budget: the chunks that can score most.
+    first = np.zeros(n_terms, dtype=bool)
+    first[by_bound[0]] = True
+    first[by_bound[np.cumsum(cost[by_bound]) <= FIRST_READ_POSTINGS]] = True
+    search.read_terms(first)
+    now = search.look()
+    while True:
+        # 2. Exact scores for the `depth` most promising chunks seen (their blocks of the other terms), then
+        #    theta: the depth-th best exact score that passes the filters (-inf while fewer pass).
+        best = np.zeros(len(now.docs), dtype=bool)
+        best[np.argpartition(-(now.score + now.extra), depth - 1)[:depth] if len(now.docs) > depth
+             else slice(None)] = True
+        if (best & (now.extra > 0)).any():
+            search.read(search.blocks_for(best & (now.extra > 0), now.where))
+            now = search.look()
+        exact = now.extra == 0
+        if verified:
+            passed = walk(now.docs[exact], now.score[exact])
+            theta = passed[-1][1] if len(passed) >= depth else -np.inf
+        else:
+            known = now.score[exact]
+            cut = len(known) - depth
+            theta = float(np.partition(known, cut)[cut]) if cut >= 0 else -np.inf
+        # 3. MaxScore: a chunk holding none of the terms read whole scores at most the sum of the other
+        #    terms' bounds. Terms outside the longest prefix (by increasing bound) whose sum stays below
+        #    theta are essential: read them whole. While theta is unknown, one more term, and again.
+        unread = np.flatnonzero(~search.whole)
+        unread = unread[np.argsort(search.term_ub[unread], kind="stable")]
+        essential = np.zeros(n_terms, dtype=bool)
+        essential[unread[~(np.cumsum(search.term_ub[unread]) < theta)]] = True
+        if not essential.any():
+            return theta, now
+        if theta == -np.inf:
+            search.read_terms(np.arange(n_terms) == unread[-1])
+            now = search.look()
+            continue
+        search.read_terms(essential)
+        return theta, search.look()

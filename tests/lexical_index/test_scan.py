@@ -1,5 +1,5 @@
-"""The block index's BM25 (migrations/0010, ragfr.retrieval.blockmax) returns exactly what scoring every
-matching chunk from its tsvector returns (lexical.bm25_filter_first, the plain definition): the same ids
+"""The block index's BM25 (migrations/0010, ragfr.lexical_index.blockmax) returns exactly what scoring every
+matching chunk from its tsvector returns (scan.bm25_filter_first, the plain definition): the same ids
 in the same order, scores to 1e-9, on real French text (PIAF paragraphs and questions, the golden set,
 the PIAF CI subset) and on adversarial cases, while writes change the index between queries."""
 
@@ -18,7 +18,8 @@ from tests.support.paths import GOLDEN, PIAF_JSON
 from ragfr.analysis.french import query_terms
 from ragfr.filters.grammar import Condition
 from ragfr.filters.predicate import Filters
-from ragfr.retrieval import blockmax, lexical
+from ragfr.lexical_index import blockmax, scan
+from ragfr.retrieval import lexical
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.strategy import lexical_filter_first_threshold
 
@@ -56,9 +57,9 @@ def compare(conn: psycopg.Connection[Any], terms: list[str], colls: tuple[str, .
             stats: dict[str, int] | None = None) -> list[tuple[str, float]]:
     config = SearchConfig(lexical_depth=depth)
     filters = Filters(collections=colls, embedding_model=MODEL)
-    got = lexical.bm25_blocks(conn, terms, filters, config, stats)
-    want = lexical.bm25_filter_first(conn, terms, filters, config)
-    deeper = lexical.bm25_filter_first(conn, terms, filters, config.with_(lexical_depth=depth * 4 + 200))
+    got = scan.bm25_blocks(conn, terms, filters, config, stats)
+    want = scan.bm25_filter_first(conn, terms, filters, config)
+    deeper = scan.bm25_filter_first(conn, terms, filters, config.with_(lexical_depth=depth * 4 + 200))
     same_ranking(got, want, what, deeper)
     return got
 
@@ -190,9 +191,9 @@ def test_metadata_conditions_walked_through_the_block_index_rank_as_filter_first
                 for depth in (10, 50):
                     config = SearchConfig(lexical_depth=depth)
                     f = Filters(("a", "b"), conditions, embedding_model=MODEL)
-                    got = lexical.bm25_blocks(conn, terms, f, config)
-                    want = lexical.bm25_filter_first(conn, terms, f, config)
-                    deeper = lexical.bm25_filter_first(conn, terms, f, config.with_(lexical_depth=depth * 4 + 200))
+                    got = scan.bm25_blocks(conn, terms, f, config)
+                    want = scan.bm25_filter_first(conn, terms, f, config)
+                    deeper = scan.bm25_filter_first(conn, terms, f, config.with_(lexical_depth=depth * 4 + 200))
                     same_ranking(got, want, f"{name}: q{n} {question!r} depth {depth}", deeper)
 
 
@@ -231,7 +232,7 @@ def test_the_cost_rule_chooses_the_lexical_strategy(corpus) -> None:
         assert report.strategy == strategy, (name, report)
         assert report.threshold == threshold
         assert (report.estimated is None) == (name == "range"), (name, report)
-        assert [(c.id, c.score) for c in got] == lexical.bm25_filter_first(conn, terms, f, config), name
+        assert [(c.id, c.score) for c in got] == scan.bm25_filter_first(conn, terms, f, config), name
     # `searched` not given: read from the collection statistics, the same choice
     f = Filters(("a", "b"), cases["half"][0], embedding_model=MODEL)
     assert lexical.bm25(conn, terms, f, config)[1].threshold == threshold
@@ -246,7 +247,7 @@ def test_writes_between_queries_keep_the_index_exact(corpus, pruning) -> None:
     steps = [
         ("delete the top of a query", lambda: conn.execute(
             "DELETE FROM document_chunk WHERE id = ANY(%s)",
-            ([i for i, _ in lexical.bm25_blocks(conn, probes[0], Filters(("a", "b"), embedding_model=MODEL),
+            ([i for i, _ in scan.bm25_blocks(conn, probes[0], Filters(("a", "b"), embedding_model=MODEL),
                                                   SearchConfig(lexical_depth=20))],))),
         ("delete a range", lambda: conn.execute("DELETE FROM document_chunk WHERE id BETWEEN %s AND %s",
                                                 (ids[300], ids[700]))),

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from tests.support import late_setup as _late
 from tests.support.paths import REPO
 
 from ragfr_tools import pgdb
@@ -34,6 +35,19 @@ def pg_dsn() -> str:
     if proc.returncode != 0 or not lines:
         pytest.fail(f"no test database: scripts/pg.sh start failed (run `make setup`):\n{proc.stderr[-2000:]}")
     return lines[-1].split("=", 1)[1]
+
+
+@pytest.fixture(scope="session")
+def late_setup() -> None:
+    """What `make test` builds while the first tests run (.venv-owui, .venv-s3double, the podman images) is there:
+    waits for it under scripts/test.sh, returns at once otherwise (tests/support/late_setup.py)."""
+    _late.wait()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `make test`'s compute lane only: the tests that wait for the late setup run last."""
+    if _late.active():
+        items[:] = _late.last(items)
 
 
 @pytest.fixture(scope="session")

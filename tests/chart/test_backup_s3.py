@@ -50,7 +50,7 @@ def release(pg_dsn: str, tmp_path: Path) -> Iterator[Release]:
 
 
 @pytest.fixture
-def s3(tmp_path: Path) -> Iterator[str]:
+def s3(tmp_path: Path, late_setup: None) -> Iterator[str]:
     """moto's S3 server on a free loopback port (the protocol double, see the module docstring)."""
     assert MOTO.exists(), f"{MOTO} missing: run bash scripts/setup-s3double.sh"
     assert shutil.which("rclone"), "rclone missing: apt-get install -t bookworm rclone (scripts/setup-apt.sh)"

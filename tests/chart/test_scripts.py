@@ -24,8 +24,6 @@ FILES = CHART / "files"
 # Every file the patch manifest edits (the chart's openwebui.patch.files must list the same).
 PATCH_FILES = tuple(f["path"] for f in json.loads((REPO / "patches" / "open-webui" / "manifest.json").read_text())["files"])
 VENV_BIN = Path(sys.executable).parent
-OWUI_SITE = next((REPO / ".venv-owui" / "lib").glob("python3*/site-packages"), None) if (
-    REPO / ".venv-owui" / "lib").is_dir() else None
 
 
 def run(cmd: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -106,14 +104,16 @@ def test_wait_for_postgres_gives_up_with_one_clear_line() -> None:
 
 
 @pytest.fixture
-def stock_tree(tmp_path: Path) -> Path:
+def stock_tree(tmp_path: Path, late_setup: None) -> Path:
     """The files the patch touches, copied from the real open-webui 0.12.4 package."""
-    if OWUI_SITE is None or not (OWUI_SITE / "open_webui").is_dir():
+    # Looked up here, not at import: under `make test` .venv-owui may still be building when this file is collected.
+    owui_site = next((REPO / ".venv-owui" / "lib").glob("python3*/site-packages"), None)
+    if owui_site is None or not (owui_site / "open_webui").is_dir():
         pytest.fail("open-webui 0.12.4 is not installed in .venv-owui (make setup installs it)")
     target = tmp_path / "patched"
     for rel in PATCH_FILES:
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(OWUI_SITE / rel, target / rel)
+        shutil.copyfile(owui_site / rel, target / rel)
     return target
 
 

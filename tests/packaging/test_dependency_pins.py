@@ -49,7 +49,7 @@ def test_the_owui_site_pins_what_the_lock_pins() -> None:
     assert "prometheus-client" in site  # ragfr.metrics is imported by the search and the gate inside Open WebUI
 
 
-def test_what_open_webui_loads_imports_from_its_own_packages_and_the_site() -> None:
+def test_what_open_webui_loads_imports_from_its_own_packages_and_the_site(late_setup: None) -> None:
     from tests.owui.conftest import OWUI_PYTHON, RAGFR_SITE, require_owui_venv
 
     require_owui_venv()

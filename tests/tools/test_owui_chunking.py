@@ -16,7 +16,7 @@ def test_sizes_come_from_the_settings_file() -> None:
     assert settings_chunking() == ChunkConfig(size=1000, overlap=100)
 
 
-def test_open_webui_splitter_cuts_like_an_upload() -> None:
+def test_open_webui_splitter_cuts_like_an_upload(late_setup: None) -> None:
     if not owui_python().exists():
         pytest.skip("no .venv-owui: `make owui-venv` (make test builds it)")
     text = "# Titre\n\n" + " ".join(f"Phrase numéro {i} du contrat." for i in range(120)) + "\n\n## Annexe\n\nFin."

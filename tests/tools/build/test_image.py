@@ -30,7 +30,9 @@ def _unavailable() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
+def image(late_setup: None) -> str:
+    # late_setup: under `make test`, scripts/images.sh build runs build-image.sh meanwhile, in the same
+    # .build/image-context and debootstrap root; once it is done, this build reuses its image (same inputs).
     reason = _unavailable()
     if reason:
         pytest.skip(reason)

@@ -23,6 +23,10 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- if .Values.openwebui.metrics.enabled -}}
 {{- $_ := set $env "RAGFR_METRICS_PORT" (toString .Values.openwebui.metrics.port) -}}
 {{- end -}}
+{{- /* The evidence gate fitted by `ragfr gate calibrate` (ragfr.retrieval.evidence_gate reads it as JSON). */ -}}
+{{- with .Values.openwebui.gate.calibration -}}
+{{- $_ := set $env "RAGFR_GATE_CALIBRATION" (toJson .) -}}
+{{- end -}}
 {{- /* Redis for websockets: the chart's, or redis.externalUrl; none when Redis is off. */ -}}
 {{- $redisUrl := .Values.redis.externalUrl -}}
 {{- if .Values.redis.enabled -}}

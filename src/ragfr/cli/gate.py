@@ -1,5 +1,6 @@
 """`ragfr gate check`: the evidence gate's decision on a file of questions, as `ragfr ask` (and the chat)
-would take it, without calling any chat model (issue 38 item 5)."""
+would take it, without calling any chat model (issue 38 item 5). `ragfr gate calibrate`: fit that gate for the
+collection's embedding model on an operator's questions (issue 38 item 4; ragfr.eval.gate_calibrate)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,30 @@ from typing import Any, TextIO
 
 from ragfr.cli.common import add_dsn, require_dsn
 from ragfr.errors import ConfigError
+
+CALIBRATE_EPILOG = """\
+--answerable: JSON lines {"id": ..., "text": ..., "source": ...}, questions your documents answer. "source" names
+  the document that holds the answer as the chunks store it: the uploaded file's name in Open WebUI (e.g.
+  "contrat-habitation.pdf"), or its file id, or a chunk id; `ragfr gate check` prints each hit's metadata
+  (name, source, file_id) if unsure.
+--unanswerable: JSON lines {"id": ..., "text": ...}, questions your users ask that these documents do NOT
+  answer: near your domain (the hard ones) and off it. A few hundred of each kind; ids unique per file.
+
+Each question is searched once (one embedder load). An answerable question counts as a positive when its source
+is in the top 3 passages, else as a "miss" (a search failure no gate can fix; printed, not fitted). The rows are
+split by a hash of their id: the model is fitted on one part, its two thresholds are chosen on --dev-share,
+and the rates printed are those of --test-share, questions the fit never saw, beside today's rank rule:
+  answerable (source top 3)   answered / cautioned / refused   (you want few refused)
+  unanswerable                answered / cautioned / refused   (you want most refused)
+
+--out is a Helm values file (openwebui.gate.calibration): `helm upgrade <release> charts/ragfr --reuse-values
+-f gate-values.yaml` and the chat's gate uses it for this embedding model (docs/runbooks/gate-calibration.md).
+Outside the chart, write --calibration-json and set RAGFR_GATE_CALIBRATION to its path (ragfr ask, gate check).
+
+examples:
+  ragfr gate calibrate --collection contrats --answerable answerable.jsonl --unanswerable unanswerable.jsonl
+  ragfr gate check --collection contrats --questions answerable.jsonl   # then, with the values applied
+"""
 
 EPILOG = """\
 --questions: JSON lines, each {"id": ..., "text": ...}; "-" reads them from stdin. One JSON line per question
@@ -37,6 +62,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--questions", required=True, metavar="FILE",
                        help='JSON lines with "id" and "text"; - for stdin')
     check.set_defaults(func=run)
+    cal = verbs.add_parser("calibrate", help="fit the gate for the collection's embedding model on your questions",
+                           description="Fit the evidence gate on answerable and unanswerable questions, print "
+                           "its held-out rates and write the chart values that make the chat use it.",
+                           epilog=CALIBRATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_dsn(cal)
+    cal.add_argument("--collection", action="append", required=True, metavar="NAME",
+                     help="collection to search (repeat for several)")
+    cal.add_argument("--answerable", required=True, metavar="FILE", help='JSON lines with "id", "text", "source"')
+    cal.add_argument("--unanswerable", required=True, metavar="FILE", help='JSON lines with "id", "text"')
+    cal.add_argument("--out", default="gate-values.yaml", metavar="FILE",
+                     help="the Helm values file to write (default: %(default)s)")
+    cal.add_argument("--calibration-json", metavar="FILE", help="also write the calibration as JSON "
+                     "(RAGFR_GATE_CALIBRATION=FILE for ragfr ask / gate check outside the chart)")
+    cal.add_argument("--dev-share", type=_share, default=0.25, metavar="S",
+                     help="share of the questions the thresholds are chosen on (default: %(default)s)")
+    cal.add_argument("--test-share", type=_share, default=0.3, metavar="S",
+                     help="share held out, on which the rates are printed (default: %(default)s)")
+    cal.set_defaults(func=run_calibrate)
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.05 <= value <= 0.6:
+        raise argparse.ArgumentTypeError(f"{value} is outside 0.05-0.6")
+    return value
 
 
 def questions(stream: TextIO) -> Iterator[tuple[Any, str]]:
@@ -55,13 +108,16 @@ def run(args: argparse.Namespace) -> int:
     from ragfr.db.connect import connect
     from ragfr.embed import load_embedder, read_space
     from ragfr.retrieval.collections import require_collections
+    from ragfr.retrieval.evidence_gate import describe
     from ragfr.retrieval.hybrid import search
 
     stream = sys.stdin if args.questions == "-" else open(args.questions, encoding="utf-8")
     try:
         with connect(require_dsn(args)) as conn:
             require_collections(conn, args.collection)
-            embedder = load_embedder(read_space(conn).model)
+            model = read_space(conn).model
+            embedder = load_embedder(model)
+            print(f"gate check: {describe(model)}", file=sys.stderr, flush=True)
             for qid, text in questions(stream):
                 result = search(conn, text, collections=args.collection, embedder=embedder)
                 decision = gate_search(result)
@@ -71,4 +127,49 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if stream is not sys.stdin:
             stream.close()
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    import json
+    import shlex
+    from pathlib import Path
+
+    from ragfr.db.connect import connect
+    from ragfr.embed import load_embedder, read_space
+    from ragfr.eval import gate_calibrate as cal
+    from ragfr.retrieval.collections import require_collections
+
+    if args.dev_share + args.test_share > 0.8:
+        raise ConfigError("--dev-share + --test-share leave less than 20 % of the questions to fit on")
+    with open(args.answerable, encoding="utf-8") as f:
+        answerable = cal.read_questions(f, "--answerable", with_source=True)
+    with open(args.unanswerable, encoding="utf-8") as f:
+        unanswerable = cal.read_questions(f, "--unanswerable", with_source=False)
+    with connect(require_dsn(args)) as conn:
+        require_collections(conn, args.collection)
+        model = read_space(conn).model
+        print(f"gate calibrate: {len(answerable)} answerable + {len(unanswerable)} unanswerable questions, "
+              f"embedding model {model}", file=sys.stderr, flush=True)
+        embedder = load_embedder(model)
+        rows = cal.search_all(conn, args.collection, embedder, answerable, unanswerable, args.dev_share,
+                              args.test_share, sys.stderr)
+    report, doc = cal.fit_rows(rows, model)
+    command = shlex.join(["ragfr", "gate", "calibrate", *[a for c in args.collection for a in ("--collection", c)],
+                          "--answerable", args.answerable, "--unanswerable", args.unanswerable,
+                          "--dev-share", str(args.dev_share), "--test-share", str(args.test_share)])
+    doc["fitted"]["command"] = command
+    for line in cal.table(report):
+        print(line)
+    t = report["thresholds"]
+    print(f"thresholds (dev split): answer at p >= {t['answer_at']:.4f}, caution at p >= {t['caution_at']:.4f}; "
+          f"AUC (held out) {report['auc_test'] if report['auc_test'] is None else round(report['auc_test'], 3)}")
+    print("questions per split (answerable / miss / unanswerable): "
+          + "; ".join(f"{s} {r['answerable']}/{r['miss']}/{r['unanswerable']}" for s, r in report["rows"].items()))
+    Path(args.out).write_text(cal.values_yaml(doc, command, report), encoding="utf-8")
+    print(f"wrote {args.out}: helm upgrade <release> charts/ragfr --reuse-values -f {args.out}")
+    if args.calibration_json:
+        Path(args.calibration_json).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {args.calibration_json}: RAGFR_GATE_CALIBRATION={args.calibration_json} for ragfr ask and "
+              "gate check")
     return 0

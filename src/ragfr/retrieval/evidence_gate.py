@@ -8,16 +8,23 @@ three outcomes:
                                   hold the answer; the analyst sees a caution line)
     p < caution_at                refuse, no model call
 
-The coefficients ship as package data, one file per embedding model (gate_models/<model>.json, written by
-`python -m ragfr_tools.eval.gate_fit`, which records how and on what they were fitted). An embedding model
-without a file has no fitted gate: `load` returns None and the caller keeps the rank rule (ragfr.retrieval.gate),
-saying so in its log. Plain floats, no numpy: the chat's gate runs this per message.
+Where the coefficients come from, first found:
+  RAGFR_GATE_CALIBRATION  an operator's calibration (`ragfr gate calibrate`, the chart's
+                          openwebui.gate.calibration): the JSON document, or the path of a file holding it. It
+                          applies to the embedding model it names only; for another model it is ignored, logged.
+  package data            one file per embedding model the project calibrated (gate_models/<model>.json, written
+                          by `python -m ragfr_tools.eval.gate_fit`, which records how and on what they were fitted).
+An embedding model with neither has no fitted gate: `load` returns None, the caller keeps the rank rule
+(ragfr.retrieval.gate, rule "rank" in its log and in ragfr_gate_rules_total), and this module logs once per
+model that it does. Plain floats, no numpy: the chat's gate runs this per message.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +36,9 @@ from ragfr.retrieval.evidence import FEATURES
 
 Verdict = Literal["answer", "caution", "refuse"]
 RULE = "evidence"  # the rule name the gate log reports (the other one: "rank")
+ENV = "RAGFR_GATE_CALIBRATION"
+
+log = logging.getLogger("ragfr.gate")
 
 
 @dataclass(frozen=True)
@@ -74,10 +84,51 @@ def from_json(data: Mapping[str, Any], source: str) -> FittedGate:
                       float(data["thresholds"]["answer_at"]), float(data["thresholds"]["caution_at"]), source)
 
 
-@lru_cache(maxsize=8)
 def load(embedding_model: str) -> FittedGate | None:
-    """The shipped fitted gate of `embedding_model`, or None (no calibration for it: the rank rule applies)."""
+    """The fitted gate of `embedding_model` ($RAGFR_GATE_CALIBRATION when it names that model, else the
+    package's file), or None (no calibration for it: the rank rule applies, logged once per model)."""
+    configured = _configured(os.environ.get(ENV, "").strip())
+    if configured is not None and configured.embedding_model == embedding_model:
+        return configured
+    shipped = _shipped(embedding_model)
+    if shipped is None:
+        _say_rank_rule(embedding_model, configured.embedding_model if configured else None)
+    return shipped
+
+
+def describe(embedding_model: str) -> str:
+    """One line for an operator: which gate decides for `embedding_model` (`ragfr gate check`'s first line)."""
+    fitted = load(embedding_model)
+    if fitted is None:
+        return (f"embedding model {embedding_model}: no fitted evidence gate ({ENV} unset or for another model, "
+                f"none shipped): the rank rule decides (answer or refuse); `ragfr gate calibrate` fits one")
+    return (f"embedding model {embedding_model}: fitted evidence gate from {fitted.source} "
+            f"(answer at p >= {fitted.answer_at:.3f}, caution at p >= {fitted.caution_at:.3f})")
+
+
+@lru_cache(maxsize=4)
+def _configured(text: str) -> FittedGate | None:
+    """The operator's calibration from the variable's value (the JSON itself, or a file path). A value that
+    cannot be read raises: a calibration the operator set and the gate silently ignored would be worse."""
+    if not text:
+        return None
+    if text.startswith("{"):
+        return from_json(json.loads(text), ENV)
+    with open(text, encoding="utf-8") as f:
+        return from_json(json.load(f), f"{ENV}={text}")
+
+
+@lru_cache(maxsize=8)
+def _shipped(embedding_model: str) -> FittedGate | None:
     path = resources.files("ragfr.retrieval").joinpath("gate_models", f"{slug(embedding_model)}.json")
     if not path.is_file():
         return None
     return from_json(json.loads(path.read_text(encoding="utf-8")), f"gate_models/{slug(embedding_model)}.json")
+
+
+@lru_cache(maxsize=8)
+def _say_rank_rule(embedding_model: str, configured_for: str | None) -> None:
+    other = f"; {ENV} is for {configured_for}, not this model" if configured_for else ""
+    log.warning("ragfr: no fitted evidence gate for embedding model %s (none shipped%s): the rank rule decides "
+                "(answer or refuse, never caution); run `ragfr gate calibrate` and set %s "
+                "(chart: openwebui.gate.calibration)", embedding_model, other, ENV)

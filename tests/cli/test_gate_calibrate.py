@@ -1,0 +1,137 @@
+"""`ragfr gate calibrate` (issue 38 item 4) on the real database with the real offline e5 embedder and real
+French questions (PIAF): it fits, prints the held-out rates and writes chart values that load back into the
+gate (RAGFR_GATE_CALIBRATION) and that the chart renders into Open WebUI's environment. An embedding model
+with no calibration (the offline USE model: none shipped) falls back to the rank rule and says so."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import yaml
+from tests.support.chart import error_line, one, render
+from tests.support.paths import PIAF_JSON
+
+import ragfr.embed
+from ragfr.cli import main as cli_main
+from ragfr.embed import load_embedder
+from ragfr.eval.piaf import load_piaf
+from ragfr.ingest import ChunkConfig, Document, ingest_documents
+from ragfr.retrieval import evidence_gate
+
+E5, USE = "local:multilingual-e5-small", "local:use-multilingual"
+ARTICLES = 18  # half ingested (their questions are answerable), half not (their questions are not)
+
+
+def _piaf_split() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    entries = sorted(load_piaf(PIAF_JSON)["data"], key=lambda a: a["title"])
+    picked = random.Random(38).sample(entries, ARTICLES)
+    return picked[: ARTICLES // 2], picked[ARTICLES // 2:]
+
+
+def _file(article: dict[str, Any]) -> str:
+    return f"{article['title'].replace('/', '-')}.txt"
+
+
+def _ingest(dsn: str, model: str, articles: list[dict[str, Any]]) -> None:
+    docs = [Document(text=p["context"], source=f"/uploads/{_file(a)}", doc_id=str(i), name=_file(a))
+            for a in articles for i, p in enumerate(a["paragraphs"])]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        ingest_documents(conn, "wiki", docs, load_embedder(model, cache=False), ChunkConfig(), progress=False)
+
+
+def _write(path: Path, items: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in items), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def piaf_questions(tmp_path_factory) -> tuple[list[dict[str, Any]], Path, Path]:
+    held, other = _piaf_split()
+    tmp = tmp_path_factory.mktemp("calibrate")
+    answerable = [{"id": q["id"], "text": q["question"], "source": _file(a)}
+                  for a in held for p in a["paragraphs"] for q in p["qas"]]
+    unanswerable = [{"id": q["id"], "text": q["question"]} for a in other for p in a["paragraphs"] for q in p["qas"]]
+    return held, _write(tmp / "answerable.jsonl", answerable), _write(tmp / "unanswerable.jsonl", unanswerable)
+
+
+@pytest.fixture
+def no_env_calibration(monkeypatch):
+    monkeypatch.delenv(evidence_gate.ENV, raising=False)
+
+
+def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, piaf_questions, tmp_path, capsys,
+                                                                   monkeypatch, no_env_calibration) -> None:
+    held, answerable, unanswerable = piaf_questions
+    dsn = migrated_db(dims=384, model=E5)
+    _ingest(dsn, E5, held)
+    loads = []
+    real = ragfr.embed.load_embedder
+    monkeypatch.setattr(ragfr.embed, "load_embedder", lambda *a, **kw: loads.append(a) or real(*a, **kw))
+    out, js = tmp_path / "gate-values.yaml", tmp_path / "calibration.json"
+    assert cli_main(["gate", "calibrate", "--dsn", dsn, "--collection", "wiki", "--answerable", str(answerable),
+                     "--unanswerable", str(unanswerable), "--out", str(out), "--calibration-json", str(js)]) == 0
+    printed = capsys.readouterr()
+    assert len(loads) == 1
+    assert "gate calibrate: searched" in printed.err  # progress lines, stderr not a terminal here
+    assert "answerable (source top 3)" in printed.out and "unanswerable" in printed.out
+    values = yaml.safe_load(out.read_text(encoding="utf-8"))
+    doc = values["openwebui"]["gate"]["calibration"]
+    assert doc == json.loads(js.read_text(encoding="utf-8"))  # the YAML holds exactly the JSON document
+    gate = evidence_gate.from_json(doc, "values")
+    assert gate.embedding_model == E5 and 0.0 <= gate.caution_at <= gate.answer_at <= 1.0
+    test = doc["fitted"]["test"]
+    # The fitted gate separates real answerable from real unanswerable questions on questions it never saw.
+    assert test["answerable"]["evidence"]["n"] >= 20 and test["unanswerable"]["evidence"]["n"] >= 20
+    assert test["answerable"]["evidence"]["refuse"] <= 0.2
+    assert test["unanswerable"]["evidence"]["refuse"] >= 0.5
+
+    # The chart puts the values file, as written, into Open WebUI's environment, where the gate reads it.
+    env = one(render(values), "ConfigMap", "-openwebui-env")["data"]
+    assert replace(evidence_gate.from_json(json.loads(env[evidence_gate.ENV]), "values"), source="values") == gate
+
+    # The values, loaded back through the variable the chart sets, decide `ragfr gate check`.
+    monkeypatch.setenv(evidence_gate.ENV, json.dumps(doc))
+    questions = _write(tmp_path / "q.jsonl", [{"id": "a", "text": json.loads(answerable.read_text().splitlines()[0])
+                                               ["text"]}])
+    assert cli_main(["gate", "check", "--dsn", dsn, "--collection", "wiki", "--questions", str(questions)]) == 0
+    printed = capsys.readouterr()
+    assert f"fitted evidence gate from {evidence_gate.ENV}" in printed.err.splitlines()[0]
+    line, p = json.loads(printed.out), json.loads(printed.out)["probability"]
+    assert line["rule"] == "evidence" and p is not None
+    assert line["decision"] == ("answer" if p >= gate.answer_at else "caution" if p >= gate.caution_at else "refuse")
+
+
+def test_the_chart_leaves_the_variable_out_by_default_and_rejects_a_calibration_without_thresholds() -> None:
+    assert evidence_gate.ENV not in one(render({}), "ConfigMap", "-openwebui-env")["data"]
+    doc = json.loads((Path(evidence_gate.__file__).parent / "gate_models" / "local_multilingual-e5-small.json")
+                     .read_text(encoding="utf-8"))
+    del doc["thresholds"]
+    assert "thresholds" in error_line({"openwebui": {"gate": {"calibration": doc}}})
+
+
+def test_a_model_without_calibration_falls_back_to_the_rank_rule_and_says_so(migrated_db, piaf_questions, tmp_path,
+                                                                             capsys, caplog, monkeypatch) -> None:
+    held, answerable, _ = piaf_questions
+    dsn = migrated_db(dims=512, model=USE)
+    _ingest(dsn, USE, held[:2])
+    # A calibration for another model is set: it must not apply to this one.
+    monkeypatch.setenv(evidence_gate.ENV, (Path(evidence_gate.__file__).parent / "gate_models" /
+                                           "local_multilingual-e5-small.json").as_posix())
+    evidence_gate._say_rank_rule.cache_clear()
+    questions = _write(tmp_path / "q.jsonl", [json.loads(x) for x in answerable.read_text().splitlines()[:2]])
+    with caplog.at_level(logging.WARNING, logger="ragfr.gate"):
+        assert cli_main(["gate", "check", "--dsn", dsn, "--collection", "wiki", "--questions", str(questions)]) == 0
+    printed = capsys.readouterr()
+    assert "no fitted evidence gate" in printed.err.splitlines()[0] and "rank rule" in printed.err.splitlines()[0]
+    lines = [json.loads(x) for x in printed.out.splitlines()]
+    assert len(lines) == 2 and all(x["rule"] == "rank" and x["probability"] is None for x in lines)
+    assert all(x["decision"] in ("answer", "refuse") for x in lines)
+    warned = [r.getMessage() for r in caplog.records if "no fitted evidence gate" in r.getMessage()]
+    assert len(warned) == 1 and USE in warned[0] and f"is for {E5}" in warned[0]

@@ -7,8 +7,10 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
-from ragfr.retrieval import evidence_fit
+from ragfr.errors import ConfigError
+from ragfr.retrieval import evidence_fit, evidence_gate
 from ragfr.retrieval.evidence import FEATURES
 from ragfr.retrieval.evidence_gate import from_json
 
@@ -57,3 +59,10 @@ def test_the_split_depends_on_the_id_only() -> None:
     assert sides == [evidence_fit.side_of(f"a:{i}", 0.25, 0.3) for i in range(4000)]
     share = {s: sides.count(s) / len(sides) for s in ("fit", "dev", "test")}
     assert abs(share["test"] - 0.3) < 0.03 and abs(share["dev"] - 0.25) < 0.03
+
+
+def test_a_calibration_variable_that_cannot_be_read_is_an_error_naming_it(monkeypatch, tmp_path) -> None:
+    for value in (str(tmp_path / "missing.json"), '{"embedding_model": "m"}'):
+        monkeypatch.setenv(evidence_gate.ENV, value)
+        with pytest.raises(ConfigError, match=evidence_gate.ENV):
+            evidence_gate.load("m")

@@ -32,6 +32,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
+from ragfr.errors import ConfigError
 from ragfr.retrieval.evidence import FEATURES
 
 Verdict = Literal["answer", "caution", "refuse"]
@@ -112,10 +113,14 @@ def _configured(text: str) -> FittedGate | None:
     cannot be read raises: a calibration the operator set and the gate silently ignored would be worse."""
     if not text:
         return None
-    if text.startswith("{"):
-        return from_json(json.loads(text), ENV)
-    with open(text, encoding="utf-8") as f:
-        return from_json(json.load(f), f"{ENV}={text}")
+    try:
+        if text.startswith("{"):
+            return from_json(json.loads(text), ENV)
+        with open(text, encoding="utf-8") as f:
+            return from_json(json.load(f), f"{ENV}={text}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{ENV} is not a calibration `ragfr gate calibrate` wrote (the JSON, or a path to it): "
+                          f"{type(exc).__name__}: {exc}") from None
 
 
 @lru_cache(maxsize=8)

@@ -64,7 +64,7 @@ def migrated_db(pg_dsn: str, _templates: dict[tuple[int, str], str]) -> Iterator
 
     Each (dims, model) pair is migrated once into a template; every call clones it (fast, isolated).
     """
-    from ragfr.db.migrate import migrate
+    from ragfr.vector_index.upgrade import migrate
 
     created: list[str] = []
 

@@ -19,12 +19,12 @@ from tests.support.backup import RAGFR, Release, fake_release
 from tests.support.backup import run_script as _run
 from tests.support.chart import CHART
 
-from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError, DatabaseError
 from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
+from ragfr.vector_index.upgrade import migrate
 
 E5 = "local:multilingual-e5-small"
 DOCS = {

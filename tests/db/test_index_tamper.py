@@ -22,11 +22,11 @@ from tests.support.lexidx import block_problems, indexed_postings, recounted_pos
 
 from ragfr.db.approle import move_column_privileges
 from ragfr.db.connect import with_database
-from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder
 from ragfr.errors import ConfigError
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
+from ragfr.vector_index.upgrade import migrate
 
 E5 = "local:multilingual-e5-small"
 KB = {

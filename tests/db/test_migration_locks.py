@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from tests.conftest import MigratedDb
 
-from ragfr.db.migrate import LOCK_KEY, applied_versions, migrate, migrations_dir
+from ragfr.db.migrate import LOCK_KEY, applied_versions, migrations_dir
 from ragfr.errors import DatabaseError
+from ragfr.vector_index.upgrade import migrate
 
 
 def test_another_runner_holding_the_lock_is_named_after_the_wait(migrated_db: MigratedDb) -> None:

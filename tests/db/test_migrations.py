@@ -15,10 +15,11 @@ from tests.support.geometry import at_cosine, insert, literal, query_direction
 from tests.support.paths import REPO
 
 from ragfr.db.connect import with_database
-from ragfr.db.migrate import discover, migrate
+from ragfr.db.migrate import discover
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError, RagfrError
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.semantic import apply_settings
+from ragfr.vector_index.upgrade import migrate
 
 OWUI_DDL = (
     "CREATE EXTENSION IF NOT EXISTS vector;"
@@ -41,7 +42,7 @@ def test_schema_is_what_open_webui_0_12_4_expects(migrated_db) -> None:
         assert pk == [("id",)]
         idx = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'document_chunk'").fetchall())
         # Migration 0011: half-precision graph on the unchanged vector(1024) column, under Open WebUI's name and
-        # with the method/parameters its startup checks (tests/db/test_vector_index.py covers the rest).
+        # with the method/parameters its startup checks (tests/vector_index/test_build.py covers the rest).
         assert ("USING hnsw (((vector)::halfvec(1024)) halfvec_cosine_ops) WITH (m='16', ef_construction='64')"
                 in idx["idx_document_chunk_vector"])
         assert "USING gin (fts)" in idx["idx_document_chunk_fts"]

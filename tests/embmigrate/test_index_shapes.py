@@ -6,20 +6,21 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from ragfr.db import catalog, ddl, names
-from ragfr.db.migrate import migrate
+from ragfr.db import ddl, names
 from ragfr.embmigrate import indexing
 from ragfr.errors import DatabaseError
+from ragfr.vector_index import shape
+from ragfr.vector_index.upgrade import migrate
 
 
-def _build_next(dsn: str) -> catalog.Index:
+def _build_next(dsn: str) -> shape.Index:
     with psycopg.connect(dsn, autocommit=True) as conn:
         with conn.transaction():
             ddl.add_next(conn, 384)
-        live = catalog.index(conn, names.INDEX)
+        live = shape.index(conn, names.INDEX)
         assert live is not None and live.column == names.VECTOR
         assert indexing.ensure_index(conn, live, names.INDEX_NEXT, names.VECTOR_NEXT, "64MB")
-        built = catalog.index(conn, names.INDEX_NEXT)
+        built = shape.index(conn, names.INDEX_NEXT)
         assert built is not None and built.valid and built.column == names.VECTOR_NEXT
         return built
 
@@ -43,7 +44,7 @@ def test_unknown_expression_index_is_refused(migrated_db) -> None:
         conn.execute("DROP INDEX idx_document_chunk_vector")
         conn.execute("CREATE INDEX idx_document_chunk_vector ON document_chunk USING hnsw "
                      "((l2_normalize(vector)::vector(512)) vector_cosine_ops)")
-        live = catalog.index(conn, names.INDEX)
+        live = shape.index(conn, names.INDEX)
         assert live is not None and live.expression and live.column == names.VECTOR
         with pytest.raises(DatabaseError, match="expression ragfr does not know"):
-            ddl.create_index_statement(live, names.INDEX_NEXT, names.VECTOR_NEXT, concurrently=True, dims=384)
+            shape.create_index_statement(live, names.INDEX_NEXT, names.VECTOR_NEXT, concurrently=True, dims=384)

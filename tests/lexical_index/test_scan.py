@@ -377,7 +377,8 @@ def test_migration_builds_the_blocks_of_existing_rows(empty_db, tmp_path) -> Non
     when 0010 runs, and the row-per-posting table is gone."""
     import shutil
 
-    from ragfr.db.migrate import migrate, migrations_dir
+    from ragfr.db.migrate import migrations_dir
+    from ragfr.vector_index.upgrade import migrate
 
     older = tmp_path / "migrations"
     older.mkdir()
@@ -410,7 +411,8 @@ def test_packing_keeps_every_block_of_an_existing_database(empty_db, tmp_path) -
     blocks, value for value and in order, packed by 0013; writes after it keep the index exact."""
     import shutil
 
-    from ragfr.db.migrate import migrate, migrations_dir
+    from ragfr.db.migrate import migrations_dir
+    from ragfr.vector_index.upgrade import migrate
 
     older = tmp_path / "migrations"
     older.mkdir()

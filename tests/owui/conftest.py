@@ -142,7 +142,7 @@ def running_stack(site: Path, patched: Path, pg_dsn: str, tmp: Path,
     """The Ollama-API test double + one patched Open WebUI server (settings of `make up`, tests/owui/stack.py,
     plus `extra_env`, see start_open_webui) on its own freshly migrated e5 database; everything stopped and
     dropped afterwards."""
-    from ragfr.db.migrate import migrate
+    from ragfr.vector_index.upgrade import migrate
 
     from .stack import E5_SPACE, start_double, start_open_webui, stop
 

@@ -75,7 +75,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(owui_site_packages: Path, patched_tree: Path, pg_dsn: str,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    from ragfr.db.migrate import migrate
+    from ragfr.vector_index.upgrade import migrate
 
     tmp = tmp_path_factory.mktemp("owui-reranker")
     model = packaged_model(tmp, [*DOCUMENTS.values(), *QUESTIONS])

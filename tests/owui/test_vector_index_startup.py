@@ -12,12 +12,12 @@ import pytest
 from tests.support.embmigrate import SOURCE, TARGET, owui_insert
 from tests.support.embmigrate_corpus import chunks
 
-from ragfr.db.migrate import migrate
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
 from ragfr.embmigrate.options import MigrateOptions
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
+from ragfr.vector_index.upgrade import migrate
 from ragfr_tools import pgdb
 
 from .stack import sign_up_admin, start_double, start_open_webui, stop

@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"timing", "progress", "stop", "metrics"},  # leaf helpers: timers, progress lines, signals, counters
     {"analysis", "embed", "filters"},  # French text analysis; embedding models and their cache; the filter grammar
     {"db"},  # the schema, its indexes and locks: SQL on document_chunk and the ragfr tables
-    {"lexical_index"},  # the BM25 index: its scan, block-max, recount and repair
+    {"lexical_index", "vector_index"},  # the BM25 index; the HNSW index: precision, build, graphs, scan, lock
     {"ingest", "retrieval"},  # writing chunks; the hybrid search over them
     {"ask", "embmigrate"},  # the evidence-gated answer; changing the embedding model
     {"eval", "owui"},  # quality measurement; the Open WebUI adapter
@@ -30,7 +30,7 @@ LEVEL = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
 
 
 def unit(module: str) -> str:
-    """ragfr.db.catalog -> db; ragfr.stop -> stop; ragfr (the package's __init__) -> ''."""
+    """ragfr.db.connect -> db; ragfr.stop -> stop; ragfr (the package's __init__) -> ''."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 

@@ -17,7 +17,7 @@ from tests.support.paths import REPO
 ALLOWED = {
     "__init__.py", "__main__.py", "errors.py", "ask.py", "timing.py", "metrics.py", "progress.py", "stop.py", "py.typed",
     "migrations",
-    "analysis", "cli", "db", "embed", "embmigrate", "eval", "filters", "ingest", "lexical_index", "owui", "retrieval",
+    "analysis", "cli", "db", "embed", "embmigrate", "eval", "filters", "ingest", "lexical_index", "owui", "retrieval", "vector_index",
 }
 # The fitted evidence gate's coefficients of the default embedding model (ragfr.retrieval.evidence_gate).
 SHIPPED_GATE = "retrieval/gate_models/local_multilingual-e5-small.json"

@@ -50,7 +50,7 @@ def corpus(request: pytest.FixtureRequest, pg_dsn: str) -> Iterator[dict[str, An
     takes to ingest B later."""
     if not PIAF_JSON.is_file():
         pytest.skip(f"shared PIAF dataset absent ({PIAF_JSON})")
-    from ragfr.db.migrate import migrate
+    from ragfr.vector_index.upgrade import migrate
     from ragfr_tools import pgdb
 
     data = load_piaf(PIAF_JSON)["data"]
@@ -182,16 +182,16 @@ def test_a_large_collection_walks_its_own_graph_which_another_upload_never_chang
     search (the one setting, lowered together), so that A's 1,640 real chunks count as large: embedding
     10,000 more chunks would cost minutes and prove nothing more, since the graph holds A's rows whatever
     the limit."""
-    from ragfr.db import filter_indexes
+    from ragfr.vector_index import graphs
 
     conn, limit = corpus["conn"], 1_000
     config = CONFIG.with_(collection_exact_rows=limit)
     _ensure_b(corpus)
     _copy(conn, "a", "c", "c-")  # C: A's chunks under another name, walked before and after D arrives
     c_rows = _rows(conn, "c")
-    report = filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None)
+    report = graphs.sync(conn, collection_rows=limit, say=lambda m: None)
     assert "c" in report.collections_declared
-    graph = filter_indexes.index_name(filter_indexes.COLLECTION_KEY, "c", on_collection=True)
+    graph = graphs.index_name(graphs.COLLECTION_KEY, "c", on_collection=True)
     assert graph in report.built
 
     def top10s(cfg: SearchConfig = config) -> list[list[str]]:
@@ -209,7 +209,7 @@ def test_a_large_collection_walks_its_own_graph_which_another_upload_never_chang
     for i in range(3):
         _copy(conn, "b", "d", f"d{i}-")
     assert _rows(conn, "d") >= 6 * c_rows
-    assert "d" in filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None).collections_declared
+    assert "d" in graphs.sync(conn, collection_rows=limit, say=lambda m: None).collections_declared
     after = top10s()
     changed = [(q, x, y) for q, x, y in zip(corpus["questions"], before, after, strict=True) if x != y]
     assert not changed, f"{len(changed)} of {len(before)} top 10s of C changed when D was written: {changed[:3]}"
@@ -233,10 +233,10 @@ def test_a_large_collection_walks_its_own_graph_which_another_upload_never_chang
     # Emptied to half the limit or less, C is scored exactly again and its graph is dropped.
     conn.execute("DELETE FROM document_chunk WHERE collection_name = 'c' AND id NOT IN (SELECT id FROM"
                  " document_chunk WHERE collection_name = 'c' ORDER BY id LIMIT %s)", (limit // 2,))
-    report = filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None)
+    report = graphs.sync(conn, collection_rows=limit, say=lambda m: None)
     assert report.collections_forgotten == ["c"] and graph in report.dropped
     result = search(conn, corpus["questions"][0], collections=["c"], query_vector=corpus["vectors"][0], config=config)
     assert result.arms["semantic"].scope == "collections"
     for name in ("c", "d"):
         conn.execute("DELETE FROM document_chunk WHERE collection_name = %s", (name,))
-    filter_indexes.sync(conn, collection_rows=limit, say=lambda m: None)
+    graphs.sync(conn, collection_rows=limit, say=lambda m: None)

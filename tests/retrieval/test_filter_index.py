@@ -15,17 +15,17 @@ import pytest
 from tests.support.geometry import at_cosine, insert, literal, query_direction
 
 from ragfr.cli import main
-from ragfr.db import filter_indexes
-from ragfr.db.migrate import migrate
 from ragfr.errors import ConfigError
 from ragfr.filters.grammar import Condition
 from ragfr.retrieval.config import SearchConfig, ef_search_for
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.strategy import exact_threshold
+from ragfr.vector_index import graphs
+from ragfr.vector_index.upgrade import migrate
 
 Q = query_direction()
 ROWS = 400
-CONTRAT = filter_indexes.index_name("type", "contrat")
+CONTRAT = graphs.index_name("type", "contrat")
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_a_number_like_value_matches_numbers_and_strings(dsn) -> None:
     """`annee=2023` accepts {"annee": 2023} and {"annee": "2023"}: the index's predicate holds both
     containment tests, in the order the search writes them, so the planner still proves it applies."""
     assert _cli(dsn, "add", "annee=2023") == 0
-    name = filter_indexes.index_name("annee", "2023")
+    name = graphs.index_name("annee", "2023")
     config = SearchConfig(k=40, lexical=False, semantic_depth=40, exact_threshold=1)  # 80 rows pass: a walk
     with psycopg.connect(dsn, autocommit=True) as conn:
         before = _scans(conn, name)
@@ -142,7 +142,7 @@ def test_drop_removes_the_index_and_sync_converges(dsn, capsys) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT to_regclass(%s)", (CONTRAT,)).fetchone() == (None,)
         # an index left invalid by an interrupted build is rebuilt by sync
-        annee = filter_indexes.index_name("annee", "2023")
+        annee = graphs.index_name("annee", "2023")
         conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(%s)", (annee,))
     assert [r["state"] for r in _listed(dsn, capsys)] == ["invalid"]
     assert _cli(dsn, "sync") == 0
@@ -166,7 +166,7 @@ def test_the_indexes_follow_the_shared_index_precision(dsn, capsys) -> None:
 ])
 def test_what_cannot_have_its_own_graph_is_refused(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        filter_indexes.parse_declaration(text)
+        graphs.parse_declaration(text)
 
 
 def test_a_database_without_the_schema_is_one_line(pg_dsn, capsys) -> None:

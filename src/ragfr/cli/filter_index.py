@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ragfr.cli.common import add_dsn, require_dsn
 
 if TYPE_CHECKING:
-    from ragfr.db.filter_indexes import Declared
+    from ragfr.vector_index.graphs import Declared
 
 EPILOG = """\
 why:
@@ -81,23 +81,23 @@ def _common(v: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragfr.db import filter_indexes
     from ragfr.db.connect import connect
+    from ragfr.vector_index import graphs
 
     dsn = require_dsn(args)
-    pairs = [filter_indexes.parse_declaration(text) for text in getattr(args, "filters", [])]
+    pairs = [graphs.parse_declaration(text) for text in getattr(args, "filters", [])]
     with connect(dsn, autocommit=True) as conn:
-        filter_indexes.require_registry(conn)
+        graphs.require_registry(conn)
         if args.verb == "list":
-            return _show(filter_indexes.listing(conn), as_json=args.json)
+            return _show(graphs.listing(conn), as_json=args.json)
         for key, value in pairs:
             if args.verb == "add":
-                new = filter_indexes.declare(conn, key, value)
+                new = graphs.declare(conn, key, value)
                 print(f"{key}={value}: {'declared' if new else 'already declared'}", file=sys.stderr)
             else:
-                gone = filter_indexes.forget(conn, key, value)
+                gone = graphs.forget(conn, key, value)
                 print(f"{key}={value}: {'forgotten' if gone else 'was not declared'}", file=sys.stderr)
-        report = filter_indexes.sync(conn, dsn=dsn, maintenance_work_mem=args.maintenance_work_mem,
+        report = graphs.sync(conn, dsn=dsn, maintenance_work_mem=args.maintenance_work_mem,
                                      say=lambda m: print(m, file=sys.stderr))
         if report.skipped:
             print(f"indexes unchanged: {report.skipped}")

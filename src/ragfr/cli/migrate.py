@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragfr.db.migrate import migrate
+    from ragfr.vector_index.upgrade import migrate
 
     dsn = require_dsn(args)
     if args.wait:

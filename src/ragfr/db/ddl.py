@@ -9,7 +9,6 @@ retries with the blocking session named.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,15 +18,13 @@ import psycopg
 from psycopg import sql
 
 from ragfr import stop
-from ragfr.db import names, vector_index
-from ragfr.db.catalog import Index
+from ragfr.db import names
 from ragfr.db.locks import relation_holders
 from ragfr.errors import ConfigError, DatabaseError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_OPTION = re.compile(r"^[a-z_]+=[A-Za-z0-9_.]+$")
 # Between two attempts the queries that queued behind ours run; the pause is part of the budget.
 RETRY_PAUSE_S = 1.0
 
@@ -159,40 +156,4 @@ def set_not_null(conn: psycopg.Connection, column: str, not_null: bool) -> None:
         sql.SQL("ALTER TABLE {} ALTER COLUMN {} " + verb + " NOT NULL").format(
             sql.Identifier(names.TABLE), sql.Identifier(column)
         )
-    )
-
-
-def create_index_statement(
-    like: Index, name: str, column: str, *, concurrently: bool, dims: int | None = None,
-    where: sql.Composable | None = None, normalized: bool = False,
-) -> sql.Composed:
-    """The live index's definition (method, operator class, options) on another column of `dims` dimensions;
-    with `where`, a partial index of the rows it accepts (a declared filter's graph, ragfr.db.filter_indexes),
-    `normalized` on the normalized vectors (a collection's own graph, ragfr.db.vector_index).
-
-    The half-precision index (migration 0011) is on the expression `(vector::halfvec(N))`: the copy casts
-    the other column to halfvec of ITS dimension. Any other expression index is refused, not guessed at."""
-    bad = [o for o in like.options if not _OPTION.match(o)]
-    if bad:
-        raise DatabaseError(f"unexpected options {bad} on index {like.name}; refusing to copy them")
-    if like.expression:
-        if like.precision != "halfvec" or dims is None:
-            raise DatabaseError(f"index {like.name} is on an expression ragfr does not know ({like.definition}); "
-                                "refusing to copy it")
-        key: sql.Composable = vector_index.index_expression(column, "halfvec", dims)
-    else:
-        key = sql.SQL("{} {}").format(sql.Identifier(column), sql.Identifier(like.opclass))
-    if normalized:  # a collection's own graph (ragfr.db.vector_index): the same shape on the normalized vectors
-        if dims is None:
-            raise DatabaseError(f"a collection's graph needs the dimension of {column}")
-        key = vector_index.index_expression(column, like.precision, dims, normalized=True)
-    with_clause = sql.SQL(" WITH ({})").format(sql.SQL(", ").join(sql.SQL(o) for o in like.options))
-    return sql.SQL("CREATE INDEX {conc}{name} ON {t} USING {method} ({key}){with_}{where}").format(
-        conc=sql.SQL("CONCURRENTLY " if concurrently else ""),
-        name=sql.Identifier(name),
-        t=sql.Identifier(names.TABLE),
-        method=sql.Identifier(like.method),
-        key=key,
-        with_=with_clause if like.options else sql.SQL(""),
-        where=sql.SQL(" WHERE {}").format(where) if where is not None else sql.SQL(""),
     )

@@ -15,16 +15,14 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 
-from ragfr.db import filter_indexes, vector_index_build
 from ragfr.db.connect import connect, redact
 from ragfr.db.locks import advisory_holders, any_relation_holders
-from ragfr.db.vector_index import PRECISIONS, precision_of
 from ragfr.embed.spec import parse_spec
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 
@@ -37,8 +35,6 @@ RUNBOOK = "docs/runbooks/embedding-migration.md"
 # pg_advisory_lock key shared by every `ragfr migrate` on a database ("ragfr" in ASCII, as an int).
 LOCK_KEY = 0x7261_6766_72
 NO_TRANSACTION_MARK = "-- ragfr:no-transaction"
-VECTOR_INDEX_VERSION = 11  # from this migration on, `ragfr migrate` keeps the HNSW index's precision
-FILTER_INDEX_VERSION = 14  # from this one on, it builds the declared filters' indexes (ragfr.db.filter_indexes)
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -63,8 +59,6 @@ class MigrateReport:
     app_role_tables: int = 0
     dims: int = DEFAULT_DIMS
     model: str = DEFAULT_MODEL
-    index_rebuilt: bool = False  # idx_document_chunk_vector was rebuilt in another precision
-    filter_indexes: filter_indexes.SyncReport | None = None
 
 
 def migrations_dir() -> Path:
@@ -92,6 +86,11 @@ def discover(directory: Path | None = None) -> list[Migration]:
     return [found[v] for v in sorted(found)]
 
 
+# Runs under the migration lock after the migrations and the grants: the steps of `ragfr migrate` that
+# belong to a higher layer (ragfr.vector_index.upgrade: the vector indexes).
+Then = Callable[[psycopg.Connection, MigrateReport, list[Migration]], None]
+
+
 def migrate(
     dsn: str,
     dims: int | None = None,
@@ -103,22 +102,21 @@ def migrate(
     lock_timeout_s: float = 30.0,
     app_role: str | None = None,
     vector_index: str | None = None,
-    filter_index: Sequence[str] = (),
+    then: Then | None = None,
 ) -> MigrateReport:
-    """Bring the database at `dsn` to the newest schema. Safe to run concurrently and repeatedly.
+    """Bring the database's schema at `dsn` to the newest. Safe to run concurrently and repeatedly.
+    `ragfr migrate` is ragfr.vector_index.upgrade.migrate: this, then the vector indexes (`then`).
 
     Another `ragfr migrate` is waited for at most `lock_wait_s`; each migration's statements wait at most
     `lock_timeout_s` for a table lock (a schema change queued behind a long query would stall every query
     queued behind it). Either limit ends with an error naming the sessions in the way; nothing of the
     migration that waited is applied. `app_role`: then grant that role exactly the application's
-    privileges (ragfr.db.approle), on every table that exists after the migrations."""
+    privileges (ragfr.db.approle), on every table that exists after the migrations. `vector_index`: the
+    precision migration 0011 creates the index in (halfvec when None)."""
     if dims is not None and not 1 <= dims <= 16000:
         raise ConfigError(f"--dims must be between 1 and 16000 (pgvector's limit), got {dims}")
     if model is not None:
         model = parse_spec(model).model_id
-    if vector_index not in (None, *PRECISIONS):
-        raise ConfigError(f"--vector-index must be one of {', '.join(PRECISIONS)}, got {vector_index!r}")
-    declarations = [filter_indexes.parse_declaration(text) for text in filter_index]  # refused before any change
     migrations = discover(directory)
     with connect(dsn, autocommit=True) as conn:
         _check_server(conn)
@@ -131,17 +129,8 @@ def migrate(
                 from ragfr.db.approle import grant
 
                 report.app_role, report.app_role_tables = app_role, grant(conn, app_role)
-            if any(m.version == VECTOR_INDEX_VERSION for m in migrations):
-                # Not given: halfvec when 0011 applies now (its default), else the live index's precision,
-                # so a plain `ragfr migrate` never undoes an operator's --vector-index vector.
-                first = any(m.version == VECTOR_INDEX_VERSION and m.path.name in report.applied for m in migrations)
-                want = precision_of(vector_index or "halfvec") if vector_index or first else None
-                report.index_rebuilt = vector_index_build.ensure(conn, want, say)
-            if any(m.version == FILTER_INDEX_VERSION for m in migrations):
-                # After the live index: a declared filter's graph must have its shape (precision) to be used.
-                for key, value in declarations:
-                    filter_indexes.declare(conn, key, value)
-                report.filter_indexes = filter_indexes.sync(conn, dsn=dsn, say=say)
+            if then is not None:
+                then(conn, report, migrations)
             return report
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))

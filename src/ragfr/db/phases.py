@@ -1,7 +1,7 @@
 """The embedding migration's phases and the moves between them: ONE table, TRANSITIONS.
 
 It lives here, below `ragfr.embmigrate`, because the database layer must know which migration is open (while
-one is, it owns the vector indexes: db/vector_index_build.py, db/filter_indexes.py) and may import nothing
+one is, it owns the vector indexes: ragfr.vector_index.build and .graphs) and may import nothing
 above it; `ragfr.embmigrate.state` (the phase row) reads it from here. The open phases, the phases before the
 switch, the order the dry run lists and the SQL clause naming the open migration are all read from TRANSITIONS:
   backfill  shadow column + guard trigger exist; vectors of the new model are being written
@@ -16,6 +16,10 @@ Migration 0100's CHECK constraint and one-open index list the same names (tests/
 from __future__ import annotations
 
 import enum
+
+import psycopg
+
+from ragfr.db import names
 
 
 class Phase(enum.StrEnum):
@@ -48,3 +52,11 @@ BEFORE_SWITCH: tuple[Phase, ...] = tuple(p for p in OPEN_PHASES if p is not Phas
 # Spelled as the NOT IN of migration 0100's one-open index (`WHERE phase NOT IN ('rolled_back', 'finalized')`):
 # the same predicate, so the planner may answer it from that index. The names are the Enum's constants.
 OPEN_MIGRATION = "phase NOT IN ({})".format(", ".join(f"'{p.value}'" for p in PHASES if p not in OPEN_PHASES))
+
+
+def open_migration_id(conn: psycopg.Connection) -> int | None:
+    """The number of the open embedding migration, or None. While one is open it owns the vector indexes:
+    `ragfr migrate` and `ragfr filter-index sync` leave them as they are. At most one row matches (migration
+    0100's one-open index); the clause is OPEN_MIGRATION above."""
+    row = conn.execute(f"SELECT id FROM {names.STATE_TABLE} WHERE {OPEN_MIGRATION}").fetchone()  # noqa: S608
+    return None if row is None else int(row[0])

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import psycopg
 
-from ragfr.db import catalog, ddl, index_lock, names
+from ragfr.db import ddl, names
 from ragfr.db.ddl import LockBudget
-from ragfr.embmigrate import state
+from ragfr.embmigrate import catalog, state
 from ragfr.embmigrate.errors import MigrationStateError
 from ragfr.embmigrate.session import CMD, Say, open_connection, relabel
 from ragfr.embmigrate.state import Phase
+from ragfr.vector_index import lock as index_lock
 
 
 def finalize(dsn: str, say: Say, budget: LockBudget | None = None) -> int:

@@ -11,9 +11,9 @@ import logging
 
 import psycopg
 
-from ragfr.db import catalog, ddl, hnsw_build
-from ragfr.db.catalog import Index
 from ragfr.embmigrate.faults import kill_during
+from ragfr.vector_index import build, shape
+from ragfr.vector_index.shape import Index
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +23,15 @@ def ensure_index(conn: psycopg.Connection, like: Index, name: str, column: str, 
 
     `conn` must be in autocommit mode with no open transaction.
     """
-    existing = catalog.index(conn, name)
+    existing = shape.index(conn, name)
     if existing is not None and existing.valid:
         return False
     if existing is not None:
         log.warning("index %s is invalid (an interrupted build); dropping and rebuilding it", name)
-    target = catalog.column(conn, column)
+    target = shape.column(conn, column)
     dims = target.dims if target is not None else None
-    hnsw_build.build_concurrently(
-        conn, name, ddl.create_index_statement(like, name, column, concurrently=True, dims=dims),
+    build.build_concurrently(
+        conn, name, shape.create_index_statement(like, name, column, concurrently=True, dims=dims),
         maintenance_work_mem=maintenance_work_mem, during=_KillDuring(),
         failure_hint="the live index keeps serving; run the same command again: it drops what is left and "
                      "builds it again")

@@ -9,16 +9,18 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ragfr.db import catalog, index_lock, names
+from ragfr.db import names
 from ragfr.embed import parse_spec
 from ragfr.embed.space import read_space
-from ragfr.embmigrate import backfill, state
+from ragfr.embmigrate import backfill, catalog, state
 from ragfr.embmigrate.options import MigrateOptions, check_options
 from ragfr.embmigrate.preflight import open_elsewhere, preflight
 from ragfr.embmigrate.session import CMD, open_connection
 from ragfr.embmigrate.state import Phase
 from ragfr.embmigrate.target import load_target
 from ragfr.errors import RagfrError
+from ragfr.vector_index import lock as index_lock
+from ragfr.vector_index import shape
 
 RATE_SAMPLE = 32
 # HNSW element overhead besides the vector: 2*m layer-0 neighbour TIDs (6 bytes) + headers, m=16.
@@ -70,7 +72,7 @@ def plan(opts: MigrateOptions) -> Plan:
         todo = total if current is None else backfill.pending(conn, backfill.NEXT)
         rate = _measured_rate(conn, embedder)
         heap, index_bytes = _sizes(conn)
-        live = catalog.index(conn, names.INDEX)
+        live = shape.index(conn, names.INDEX)
         width = 2 if live is not None and live.precision == "halfvec" else 4  # bytes per stored dimension
         index_est = index_bytes * (width * dims + 8 + _HNSW_OVERHEAD) / (width * space.dims + 8 + _HNSW_OVERHEAD)
         eta = todo / rate if rate else float("nan")

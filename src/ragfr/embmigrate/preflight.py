@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import psycopg
 
-from ragfr.db import catalog, names
-from ragfr.embmigrate import state
+from ragfr.db import names
+from ragfr.embmigrate import catalog, state
 from ragfr.embmigrate.session import CMD
 from ragfr.embmigrate.state import Phase
+from ragfr.vector_index import shape
 
 
 def open_elsewhere(current: state.Migration, target: str) -> str | None:
@@ -31,7 +32,7 @@ def preflight(conn: psycopg.Connection) -> list[str]:
     """What would make a new migration refuse to start (each a full sentence); empty when it can start."""
     problems = []
     for leftover in (names.VECTOR_NEXT, names.VECTOR_PREV, names.MODEL_NEXT, names.MODEL_PREV):
-        if catalog.column(conn, leftover) is not None:
+        if shape.column(conn, leftover) is not None:
             problems.append(
                 f"{names.TABLE}.{leftover} exists but no migration is open (created by hand?); "
                 f"drop it (ALTER TABLE {names.TABLE} DROP COLUMN {leftover}) before migrating"

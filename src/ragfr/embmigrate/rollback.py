@@ -6,15 +6,16 @@ from __future__ import annotations
 import psycopg
 
 from ragfr import stop
-from ragfr.db import catalog, ddl, index_lock, names
+from ragfr.db import ddl, names
 from ragfr.db.ddl import LockBudget
-from ragfr.embmigrate import backfill, state, swap, target, verify
+from ragfr.embmigrate import backfill, catalog, state, swap, target, verify
 from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
 from ragfr.embmigrate.session import CMD, Say, SpaceHook, kept, live_column, open_connection, relabel
 from ragfr.embmigrate.state import Phase
 from ragfr.progress import DEFAULT_EVERY
+from ragfr.vector_index import lock as index_lock
 
 
 def rollback(

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import psycopg
 
 from ragfr import stop
-from ragfr.db import catalog, ddl, filter_indexes, index_lock, names
+from ragfr.db import ddl, names
 from ragfr.db.ddl import LockBudget
 from ragfr.embed import parse_spec
 from ragfr.embed.space import EmbeddingSpace, read_space
-from ragfr.embmigrate import backfill, indexing, state, swap, target, verify
+from ragfr.embmigrate import backfill, catalog, indexing, state, swap, target, verify
 from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
@@ -26,6 +26,8 @@ from ragfr.embmigrate.preflight import open_elsewhere, preflight
 from ragfr.embmigrate.session import CMD, Say, SpaceHook, kept, live_column, open_connection, relabel
 from ragfr.embmigrate.state import Phase
 from ragfr.errors import DatabaseError, EmbeddingSpaceError
+from ragfr.vector_index import graphs, shape
+from ragfr.vector_index import lock as index_lock
 
 
 def migrate(opts: MigrateOptions, say: Say, on_switch: SpaceHook | None = None) -> int:
@@ -164,14 +166,14 @@ class MigrationRun:
     def index(self) -> None:
         """index -> verify: the shadow column's HNSW index, and the declared filters' graphs of the new space."""
         conn, opts = self.conn, self.opts
-        live = catalog.index(conn, names.INDEX)
+        live = shape.index(conn, names.INDEX)
         if live is None:
             raise MigrationStateError(f"index {names.INDEX} is missing: the schema was changed outside ragfr "
                                       "(re-create it with `ragfr migrate`)")
         built = indexing.ensure_index(conn, live, names.INDEX_NEXT, names.VECTOR_NEXT, opts.maintenance_work_mem)
         # The declared filters' graphs of the new space, renamed with the shared one at the switch: searches
         # filtered on them never fall back to the shared graph's long filtered walk after it.
-        shadows = filter_indexes.build_shadows(conn, live, names.VECTOR_NEXT, self.dims,
+        shadows = graphs.build_shadows(conn, live, names.VECTOR_NEXT, self.dims,
                                                maintenance_work_mem=opts.maintenance_work_mem, say=self.say)
         kill_point("after-index")
         with conn.transaction():

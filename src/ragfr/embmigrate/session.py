@@ -8,11 +8,12 @@ from collections.abc import Callable
 import psycopg
 
 from ragfr import stop
-from ragfr.db import catalog, names
+from ragfr.db import names
 from ragfr.db.connect import connect
 from ragfr.embmigrate import backfill, labels, state
 from ragfr.embmigrate.errors import MigrationStateError
 from ragfr.embmigrate.state import Phase
+from ragfr.vector_index import shape
 
 CMD = "ragfr embeddings"
 
@@ -31,8 +32,8 @@ def open_connection(dsn: str) -> psycopg.Connection:
     return conn
 
 
-def live_column(conn: psycopg.Connection) -> catalog.Column:
-    live = catalog.column(conn, names.VECTOR)
+def live_column(conn: psycopg.Connection) -> shape.Column:
+    live = shape.column(conn, names.VECTOR)
     if live is None:
         raise MigrationStateError(f"column document_chunk.{names.VECTOR} is missing: the schema was changed "
                                   "outside ragfr")

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ragfr.db import catalog, index_lock, names
+from ragfr.db import names
 from ragfr.embed.space import read_space
-from ragfr.embmigrate import backfill, state
+from ragfr.embmigrate import backfill, catalog, state
 from ragfr.embmigrate.session import CMD, open_connection
 from ragfr.embmigrate.state import Phase
+from ragfr.vector_index import lock as index_lock
+from ragfr.vector_index import shape
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def status(dsn: str) -> Status:
         if current is None:
             return Status(space.model, space.dims, total, holder, last, open=False)
         slot = backfill.PREV if current.phase is Phase.SWITCHED else backfill.NEXT
-        indexes = {name: catalog.index(conn, name) for name in (names.INDEX_NEXT, names.INDEX_PREV)}
+        indexes = {name: shape.index(conn, name) for name in (names.INDEX_NEXT, names.INDEX_PREV)}
         return Status(space.model, space.dims, total, holder, current, open=True,
                       pending=backfill.pending(conn, slot), pending_column=slot.vector,
                       **{key: IndexState(idx.name, idx.valid) if idx else None

@@ -4,7 +4,7 @@ Renaming (rather than copying vectors) keeps the switch to a few catalog updates
 corpus; an index follows its column, so the HNSW index built on vector_next becomes the live one by a
 rename. After `forward`, Open WebUI's `document_chunk.vector` IS the new column, indexed by
 `idx_document_chunk_vector`; `back` restores the very same original column, index and space row. The
-declared filters' partial indexes (ragfr.db.filter_indexes) move the same way, `<name>_next` to `<name>`.
+declared filters' partial indexes (ragfr.vector_index.graphs) move the same way, `<name>_next` to `<name>`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from ragfr.db import ddl, filter_indexes, names
+from ragfr.db import ddl, names
 from ragfr.db.approle import move_column_privileges
+from ragfr.vector_index import graphs
 
 
 def lock_writers(conn: psycopg.Connection) -> None:
@@ -47,8 +48,8 @@ def forward(conn: psycopg.Connection, *, to_model: str, to_dims: int, live_not_n
     move_column_privileges(conn, names.TABLE, names.VECTOR_PREV, names.VECTOR)
     ddl.rename_index(conn, names.INDEX, names.INDEX_PREV)
     ddl.rename_index(conn, names.INDEX_NEXT, names.INDEX)
-    filter_indexes.rename_suffix(conn, "", filter_indexes.PREV)
-    filter_indexes.rename_suffix(conn, filter_indexes.NEXT, "")
+    graphs.rename_suffix(conn, "", graphs.PREV)
+    graphs.rename_suffix(conn, graphs.NEXT, "")
     if live_not_null:
         # The live column's constraint moves with the role, not the data: Open WebUI's new rows carry
         # no old-space vector, so the kept column must accept NULL.
@@ -68,8 +69,8 @@ def back(conn: psycopg.Connection, *, from_model: str, from_dims: int, live_not_
     ddl.rename_column(conn, names.MODEL_PREV, names.MODEL)
     move_column_privileges(conn, names.TABLE, names.VECTOR_NEXT, names.VECTOR)
     ddl.rename_index(conn, names.INDEX_PREV, names.INDEX)
-    filter_indexes.rename_suffix(conn, "", filter_indexes.NEXT)
-    filter_indexes.rename_suffix(conn, filter_indexes.PREV, "")
+    graphs.rename_suffix(conn, "", graphs.NEXT)
+    graphs.rename_suffix(conn, graphs.PREV, "")
     if live_not_null:
         ddl.set_not_null(conn, names.VECTOR, True)
     ddl.drop_guard(conn, names.TRIGGER_PREV)

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ragfr.db import catalog, names, vector_index
+from ragfr.db import names
 from ragfr.embmigrate.errors import VerificationError
+from ragfr.vector_index import precision as vector_precision
+from ragfr.vector_index import shape
 
 K = 10
 _TIE = 1e-6
@@ -72,15 +74,15 @@ def recall_at_10(
     ]
     if not queries:
         return Recall(mean=1.0, worst=1.0, sample=0, ef_search=ef_search)
-    idx = catalog.index(conn, index_name)
+    idx = shape.index(conn, index_name)
     precision = idx.precision if idx is not None else "vector"
-    col = catalog.column(conn, vector_col)
+    col = shape.column(conn, vector_col)
     dims = col.dims if col is not None and col.dims > 0 else len(queries[0].split(","))
     # The index's own distance orders the walk (a half-precision index answers only a halfvec ORDER BY);
     # every distance compared is the full-precision one, as ragfr's vector arm reports it.
     knn = sql.SQL(
         "SELECT {v} <=> %s::vector FROM {t} WHERE {v} IS NOT NULL ORDER BY {order} LIMIT %s"
-    ).format(t=t, v=v, order=vector_index.distance_to_query(v, precision, dims))
+    ).format(t=t, v=v, order=vector_precision.distance_to_query(v, precision, dims))
     exact_knn = sql.SQL(
         "SELECT {v} <=> %s::vector FROM {t} WHERE {v} IS NOT NULL ORDER BY {v} <=> %s::vector LIMIT %s"
     ).format(t=t, v=v)

@@ -120,7 +120,7 @@ def _containment_tests(col: sql.Identifier, c: Condition) -> tuple[sql.Composabl
 
 def containment_predicate(c: Condition) -> sql.Composed | None:
     """The containment test of `c` with its documents written in and no table alias: the predicate of a
-    declared filter's partial index (ragfr.db.filter_indexes). A query's own test, the same documents in
+    declared filter's partial index (ragfr.vector_index.graphs). A query's own test, the same documents in
     the same order as parameters, is folded to these constants when PostgreSQL plans it, so the planner
     proves that the query's rows are all in the index and may walk it. None when `c` has no such test."""
     documents = containment_documents(c)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragfr.db.filter_indexes import COLLECTION_ROWS
 from ragfr.errors import ConfigError
+from ragfr.vector_index.graphs import COLLECTION_ROWS
 
 # Where a knowledge base stops being scored exactly (SearchConfig.collection_exact_rows) and starts being
 # walked on its own graph, which `ragfr filter-index sync` builds above that same limit.

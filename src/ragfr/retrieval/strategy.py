@@ -20,7 +20,7 @@ about ten of them at the 10 % class, where the choice is close, so r = 10.
 At the defaults (ef_search 100, depth 50) the threshold is 1,000 rows up to 2,000 indexed rows, 7,071 at
 100k and 22,360 at 1M: at 100k a 1 % filter is scored exactly and a 10 % filter walks the graph.
 
-A declared filter (ragfr.db.filter_indexes) has its own graph: a partial index holding only the rows it
+A declared filter (ragfr.vector_index.graphs) has its own graph: a partial index holding only the rows it
 passes. N is then that graph's rows, not the whole graph's, and the walk no longer grows as the filter
 narrows: at n close to N, exact wins only up to r * ef_search rows.
 

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragfr.db.migrate import migrate
 from ragfr.retrieval.config import COLLECTION_EXACT_ROWS, SearchConfig
 from ragfr.retrieval.hybrid import search
+from ragfr.vector_index.upgrade import migrate
 from ragfr_tools import pgdb
 from ragfr_tools.bench.output import say, write_json
 from ragfr_tools.bench.stats import load_average, machine, summarize

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragfr.db import filter_indexes
-from ragfr.db.migrate import migrate
 from ragfr.retrieval.config import COLLECTION_EXACT_ROWS, SearchConfig
 from ragfr.retrieval.hybrid import search
+from ragfr.vector_index import graphs as vector_graphs
+from ragfr.vector_index.upgrade import migrate
 from ragfr_tools import pgdb
 from ragfr_tools.bench.collection_exact import DIMS, MODEL, RANK, _vectors
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, chunks, noisy_copy, read_piaf
@@ -142,7 +142,7 @@ def _graphs(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 
     t = time.perf_counter()
     try:
-        report = filter_indexes.sync(conn, maintenance_work_mem="1GB",
+        report = vector_graphs.sync(conn, maintenance_work_mem="1GB",
                                      say=stamp)
     finally:
         seconds = round(time.perf_counter() - t, 1)
@@ -178,7 +178,7 @@ def run(dsn: str, sizes: list[int], queries: int, seed: int) -> dict[str, Any]:
             shipped = _phase(conn, lexical, vectors, questions, SearchConfig(rerank=False), say)
     return {"benchmark": "collections", "dims": DIMS, "model": MODEL, "sizes": sizes, "rows": sum(sizes),
             "queries_per_collection": queries, "seed": seed, "collection_exact_rows": COLLECTION_EXACT_ROWS,
-            "collection_graph_rows": filter_indexes.COLLECTION_ROWS, "settings": settings, "machine": machine(),
+            "collection_graph_rows": vector_graphs.COLLECTION_ROWS, "settings": settings, "machine": machine(),
             "phases": {BEFORE: before, SHIPPED: shipped}, "collection_graphs": graphs}
 
 

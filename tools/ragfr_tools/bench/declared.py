@@ -1,7 +1,7 @@
 """Declared filters for a benchmark run: exactly the `vmetadata.sel` classes asked for get their own graph.
 
 The cached benchmark databases outlive a run, so the declarations are made to match the request (others
-forgotten, their indexes dropped) through the product's own code (ragfr.db.filter_indexes), and the JSON
+forgotten, their indexes dropped) through the product's own code (ragfr.vector_index.graphs), and the JSON
 records what each run had: the classes, each index's rows and bytes, and the time their builds took.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from ragfr.db import filter_indexes
+from ragfr.vector_index import graphs
 from ragfr_tools.bench.corpus import SEL_CLASSES
 
 KEY = "sel"
@@ -25,17 +25,17 @@ def declare_exactly(dsn: str, classes: list[str], say: Callable[[str], None],
     if unknown:
         raise ValueError(f"unknown selectivity classes {unknown}; known: {sorted(SEL_CLASSES)}")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for d in filter_indexes.listing(conn):
+        for d in graphs.listing(conn):
             if d.key != KEY or d.value not in classes:
-                filter_indexes.forget(conn, d.key, d.value)
+                graphs.forget(conn, d.key, d.value)
         for name in classes:
-            filter_indexes.declare(conn, KEY, name)
+            graphs.declare(conn, KEY, name)
         t = time.perf_counter()
-        report = filter_indexes.sync(conn, dsn=dsn, maintenance_work_mem=maintenance_work_mem, say=say)
+        report = graphs.sync(conn, dsn=dsn, maintenance_work_mem=maintenance_work_mem, say=say)
         seconds = time.perf_counter() - t
         return {
             "classes": sorted(classes), "built": report.built, "dropped": report.dropped,
             "build_s": round(seconds, 1) if report.built else None, "maintenance_work_mem": maintenance_work_mem,
             "indexes": [{"filter": f"{d.key}={d.value}", "index": d.index_name, "state": d.state, "rows": d.rows,
-                         "bytes": d.bytes} for d in filter_indexes.listing(conn)],
+                         "bytes": d.bytes} for d in graphs.listing(conn)],
         }

@@ -30,7 +30,6 @@ from typing import Any
 import psycopg
 
 from ragfr.db import names
-from ragfr.db.migrate import migrate as migrate_schema
 from ragfr.db.phases import OPEN_MIGRATION
 from ragfr.embed import load_embedder
 from ragfr.embmigrate import runner
@@ -40,6 +39,7 @@ from ragfr.embmigrate.finalize import finalize
 from ragfr.embmigrate.options import MigrateOptions
 from ragfr.embmigrate.rollback import rollback
 from ragfr.errors import ConfigError
+from ragfr.vector_index.upgrade import migrate as migrate_schema
 from ragfr_tools import pgdb
 from ragfr_tools.bench.output import write_json
 from ragfr_tools.repo import PIAF_JSON

@@ -23,27 +23,28 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ragfr.db import vector_index
 from ragfr.filters.grammar import Condition
 from ragfr.filters.predicate import Filters
 from ragfr.retrieval import semantic
 from ragfr.retrieval.config import SearchConfig
+from ragfr.vector_index import precision as vector_precision
+from ragfr.vector_index import scan
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES
 from ragfr_tools.bench.output import write_json
 from ragfr_tools.bench.stats import load_average, machine
 from ragfr_tools.bench.store import SPACE_MODEL
 
 
-def _walk_ms(conn: psycopg.Connection[Any], filters: Filters, vec: str, precision: vector_index.Precision,
+def _walk_ms(conn: psycopg.Connection[Any], filters: Filters, vec: str, precision: vector_precision.Precision,
              dims: int, config: SearchConfig, total: int) -> tuple[float, int]:
     predicate, params = filters.predicate("d")
-    order = vector_index.distance_to_query(sql.SQL("d.vector"), precision, dims)
+    order = vector_precision.distance_to_query(sql.SQL("d.vector"), precision, dims)
     with conn.transaction():
         # relaxed_order, as for any filtered walk (the unfiltered class too: the calibration times walks alike)
         semantic.apply_settings(conn, config, total)
         conn.execute("SET LOCAL enable_sort = off")
         t = time.perf_counter()
-        rows = conn.execute(sql.SQL(semantic._HNSW).format(predicate=predicate, order=order),
+        rows = conn.execute(sql.SQL(scan._HNSW).format(predicate=predicate, order=order),
                             [vec, *params, vec, config.semantic_depth], prepare=False).fetchall()
         return (time.perf_counter() - t) * 1000, len(rows)
 
@@ -52,7 +53,7 @@ def _exact_ms(conn: psycopg.Connection[Any], filters: Filters, vec: str, config:
     predicate, params = filters.predicate("d")
     cap = 1_000_000
     t = time.perf_counter()
-    rows = conn.execute(sql.SQL(semantic._EXACT).format(predicate=predicate),
+    rows = conn.execute(sql.SQL(scan._EXACT).format(predicate=predicate),
                         [*params, cap + 1, vec, cap, config.semantic_depth]).fetchall()
     return (time.perf_counter() - t) * 1000, int(rows[0][0])
 

@@ -23,9 +23,9 @@ import psycopg
 from psycopg import sql
 from tqdm import tqdm
 
-from ragfr.db import vector_index
 from ragfr.retrieval import hybrid
 from ragfr.retrieval.config import SearchConfig
+from ragfr.vector_index import precision as vector_precision
 from ragfr_tools.bench.corpus import COLLECTION
 from ragfr_tools.bench.explain import explain_search
 from ragfr_tools.bench.latency import FORCE_HNSW
@@ -42,7 +42,7 @@ SELECT id FROM document_chunk WHERE collection_name = %s
 def _index_sql(precision: str, dims: int) -> sql.Composed:
     """The bare walk through the live index's own expression (migration 0011: `vector::halfvec(N)`), or the
     planner could only answer it by a sequential scan, i.e. exactly."""
-    order = vector_index.distance_to_query(sql.SQL("vector"), vector_index.precision_of(precision), dims)
+    order = vector_precision.distance_to_query(sql.SQL("vector"), vector_precision.precision_of(precision), dims)
     return sql.SQL("SELECT id FROM document_chunk WHERE collection_name = %s ORDER BY {} LIMIT %s").format(order)
 
 
@@ -62,7 +62,7 @@ def run_recall(dsn: str, queries: QuerySet, ef_values: list[int], k: int = K) ->
         # has prepared keeps its plan in PostgreSQL even after the planner settings change.
         clients = {(force, ef): stack.enter_context(psycopg.connect(dsn, autocommit=True))
                    for force in (False, True) for ef in ef_values}
-        row = conn.execute(vector_index.PRECISION_SQL, (vector_index.INDEX,)).fetchone()
+        row = conn.execute(vector_precision.PRECISION_SQL, (vector_precision.INDEX,)).fetchone()
         bare = _index_sql(str(row[0]) if row else "vector", len(queries.vectors[0]))
         index_used = _index_used(conn, queries, bare)
         for i in tqdm(range(len(queries)), desc="recall", unit="q", leave=False):

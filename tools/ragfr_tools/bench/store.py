@@ -27,8 +27,9 @@ import psycopg
 from tqdm import tqdm
 
 from ragfr.db.connect import with_database
-from ragfr.db.migrate import discover, migrate
+from ragfr.db.migrate import discover
 from ragfr.errors import DatabaseError
+from ragfr.vector_index.upgrade import migrate
 from ragfr_tools import pgdb
 from ragfr_tools.bench.corpus import COLLECTION, Chunk, CorpusSpec, Piaf, block_vectors, chunks
 from ragfr_tools.bench.memory import timed_with_memory

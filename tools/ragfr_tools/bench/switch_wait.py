@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragfr.db.migrate import migrate as migrate_schema
 from ragfr.embmigrate import runner
 from ragfr.embmigrate import target as embmig_target
 from ragfr.embmigrate.backfill import vector_literal
 from ragfr.embmigrate.options import MigrateOptions
+from ragfr.vector_index.upgrade import migrate as migrate_schema
 from ragfr_tools import pgdb
 from ragfr_tools.bench.embmigrate import PIAF, _pct, load_piaf
 from ragfr_tools.bench.output import write_json

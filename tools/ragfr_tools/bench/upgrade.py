@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import psycopg
 
 from ragfr.db.connect import with_database
-from ragfr.db.migrate import migrate
+from ragfr.vector_index.upgrade import migrate
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry
 from ragfr_tools.bench.output import say
 from ragfr_tools.bench.store import SPACE_MODEL, corpus_key, database_name

@@ -10,7 +10,9 @@ import time
 import psycopg
 import pytest
 
-from ragfr.db import filter_indexes, hnsw_build, index_lock
+from ragfr.vector_index import build as hnsw_build
+from ragfr.vector_index import graphs
+from ragfr.vector_index import lock as index_lock
 
 
 def _chunk(conn: psycopg.Connection, i: int, kind: str) -> None:  # type: ignore[type-arg]
@@ -24,7 +26,7 @@ def test_a_build_waits_for_readers_reports_progress_and_lets_writes_through(migr
     with psycopg.connect(dsn, autocommit=True) as conn:
         for i in range(20):
             _chunk(conn, i, "contrat" if i % 2 else "notice")
-        assert filter_indexes.declare(conn, "type", "contrat")
+        assert graphs.declare(conn, "type", "contrat")
     monkeypatch.setattr(hnsw_build, "PROGRESS_EVERY_S", 0.2)
     lines: list[str] = []
     done = threading.Event()
@@ -35,7 +37,7 @@ def test_a_build_waits_for_readers_reports_progress_and_lets_writes_through(migr
 
     def build() -> None:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            filter_indexes.sync(conn, dsn=dsn, say=lines.append)
+            graphs.sync(conn, dsn=dsn, say=lines.append)
         done.set()
 
     worker = threading.Thread(target=build)
@@ -44,19 +46,19 @@ def test_a_build_waits_for_readers_reports_progress_and_lets_writes_through(migr
         deadline = time.monotonic() + 180  # a hang guard: the build reports its wait as soon as it starts
         while not any("waiting for" in m for m in lines) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert any(m.startswith(filter_indexes.index_name("type", "contrat") + ": waiting for") for m in lines), lines
+        assert any(m.startswith(graphs.index_name("type", "contrat") + ": waiting for") for m in lines), lines
         assert not done.is_set()
         with psycopg.connect(dsn, autocommit=True) as writer:  # Open WebUI keeps writing meanwhile
             _chunk(writer, 100, "contrat")
         with psycopg.connect(dsn, autocommit=True) as conn:
-            assert [d.state for d in filter_indexes.listing(conn)] == ["building"]
+            assert [d.state for d in graphs.listing(conn)] == ["building"]
     finally:
         reader.rollback()
         reader.close()
         worker.join(timeout=60)
     assert done.is_set() and lines[-1].startswith("built ")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        (declared,) = filter_indexes.listing(conn)
+        (declared,) = graphs.listing(conn)
         assert declared.state == "ready"
         # the row written during the build is in the index: with the shared graph out of the way (dropped in a
         # transaction rolled back) and no other scan allowed, a walk of the filter's own graph finds all 11
@@ -78,10 +80,10 @@ def test_a_build_waits_for_readers_reports_progress_and_lets_writes_through(migr
 def test_a_second_index_command_is_refused_with_the_holder(migrated_db) -> None:
     dsn = migrated_db(dims=384, model="local:multilingual-e5-small")
     with psycopg.connect(dsn, autocommit=True) as holder, psycopg.connect(dsn, autocommit=True) as conn:
-        assert filter_indexes.declare(conn, "type", "contrat")
+        assert graphs.declare(conn, "type", "contrat")
         with index_lock.index_lock(holder, "ragfr embeddings migrate"):
             with pytest.raises(index_lock.IndexLockBusy, match="^`ragfr embeddings migrate` is already running on "
                                                                 "this database [(]server pid [0-9]+, .*application "
                                                                 "ragfr embeddings migrate, since "):
-                filter_indexes.sync(conn)
-        assert filter_indexes.sync(conn).built == [filter_indexes.index_name("type", "contrat")]
+                graphs.sync(conn)
+        assert graphs.sync(conn).built == [graphs.index_name("type", "contrat")]

@@ -29,7 +29,7 @@ def precision_of(value: object) -> Precision:
     return "halfvec" if value == "halfvec" else "vector"
 
 
-# A collection's own graph (ragfr.db.filter_indexes) indexes the NORMALIZED vectors: an expression the
+# A collection's own graph (ragfr.vector_index.graphs) indexes the NORMALIZED vectors: an expression the
 # shared index does not have, so a walk ordered by it can only be answered by that graph. Ordered by the
 # plain expression, the planner chose between the two graphs by its statistics, and the shared one (which
 # every other collection shapes) moved a collection's top 10s until ANALYZE ran. The cosine distance is the

@@ -5,8 +5,8 @@ candidates of an unfiltered walk (pgvector filters after the walk). A partial in
 alone (`WHERE vmetadata @> '{"type": "contrat"}'`) is walked like an unfiltered graph: at 100k chunks, the
 vector arm of a 10 % filter costs a fraction of the shared graph's walk (docs/benchmarks.md#current-figures,
 the 10 % filter row). PostgreSQL picks it
-by itself for a query whose predicate implies the index's, which ragfr.db.filters ensures by
-writing the same containment test (ragfr.db.filters.containment_predicate) into every query with
+by itself for a query whose predicate implies the index's, which ragfr.filters.predicate ensures by
+writing the same containment test (ragfr.filters.predicate.containment_predicate) into every query with
 that equality; the vector arm's cost rule sizes the walk by the smaller graph (ragfr.retrieval.semantic).
 
 The declarations live in `ragfr_filter_index` (migration 0014); the catalog says whether each index exists
@@ -35,11 +35,13 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ragfr.db import catalog, ddl, hnsw_build, index_lock, names
-from ragfr.db.catalog import Index
+from ragfr.db import names, phases
 from ragfr.errors import ConfigError, DatabaseError
 from ragfr.filters.grammar import Condition, parse_condition
 from ragfr.filters.predicate import containment_predicate
+from ragfr.vector_index import build as hnsw
+from ragfr.vector_index import lock, shape
+from ragfr.vector_index.shape import Index
 
 log = logging.getLogger(__name__)
 PREFIX = "idx_document_chunk_vector_f_"
@@ -48,7 +50,7 @@ PREFIX = "idx_document_chunk_vector_f_"
 COLLECTION_ROWS = 10_000
 # `key` of a collection's declaration (on_collection): the column its partial index filters on.
 COLLECTION_KEY = "collection_name"
-# An embedding migration's copies, as for idx_document_chunk_vector (ragfr.db.names).
+# An embedding migration's copies, as for idx_document_chunk_vector (ragfr.embmigrate.names).
 NEXT, PREV = "_next", "_prev"
 
 
@@ -65,7 +67,7 @@ def condition(key: str, value: str) -> Condition:
 
 def predicate(key: str, value: str, on_collection: bool = False) -> sql.Composed:
     """The index's WHERE clause. A collection's is the column's equality, which every search of that one
-    collection implies (ragfr.db.filters writes `collection_name = ANY(...)` with its bound value)."""
+    collection implies (ragfr.filters.predicate writes `collection_name = ANY(...)` with its bound value)."""
     if on_collection:
         return sql.SQL("collection_name = {}").format(sql.Literal(value))
     where = containment_predicate(condition(key, value))
@@ -218,21 +220,21 @@ def sync(conn: psycopg.Connection[Any], *, dsn: str | None = None, maintenance_w
     leftovers = _built(conn, "")
     if not leftovers and conn.execute("SELECT NOT EXISTS (SELECT FROM ragfr_filter_index)").fetchone() == (True,):
         return report  # nothing declared, nothing built: no lock, no check
-    opened = catalog.open_migration_id(conn)
+    opened = phases.open_migration_id(conn)
     if opened is not None:
         report.skipped = (f"embedding migration #{opened} is open: it builds the declared filter indexes of "
                           "the new space itself; run `ragfr filter-index sync` again after it is finalized or "
                           "rolled back")
         say(report.skipped)
         return report
-    live = catalog.index(conn, names.INDEX)
-    column = catalog.column(conn, names.VECTOR)
+    live = shape.index(conn, names.INDEX)
+    column = shape.column(conn, names.VECTOR)
     if live is None or not live.valid or column is None or column.dims <= 0:
         raise DatabaseError(f"{names.INDEX} is missing or invalid: run `ragfr migrate` first, which builds it")
     # Dropping an undeclared index CONCURRENTLY waits for older transactions like a build does: `ragfr
-    # migrate`'s short session lock_timeout must not fail it (hnsw_build covers the builds themselves).
+    # migrate`'s short session lock_timeout must not fail it (hnsw.build_concurrently covers the builds themselves).
     conn.execute("RESET lock_timeout")
-    with index_lock.index_lock(conn, command):  # no embedding migration may start and copy a half-built set
+    with lock.index_lock(conn, command):  # no embedding migration may start and copy a half-built set
         _sync_locked(conn, report, leftovers=leftovers, live=live, dims=column.dims, dsn=dsn,
                      maintenance_work_mem=maintenance_work_mem, say=say)
     return report
@@ -266,9 +268,9 @@ def build(conn: psycopg.Connection[Any], d: Declared, name: str, column: str, li
         "go on meanwhile")
     meanwhile = ("are scored exactly or walk the shared graph" if d.on_collection
                  else "go on through the shared graph")
-    hnsw_build.build_concurrently(
-        conn, name, ddl.create_index_statement(like, name, column, concurrently=True, dims=dims, where=where,
-                                               normalized=d.on_collection),
+    hnsw.build_concurrently(
+        conn, name, shape.create_index_statement(like, name, column, concurrently=True, dims=dims, where=where,
+                                                 normalized=d.on_collection),
         maintenance_work_mem=maintenance_work_mem, progress_dsn=dsn, say=say,
         failure_hint=f"Searches of {d.label} {meanwhile}; `ragfr filter-index sync` "
                      "drops what is left and builds it again")

@@ -11,8 +11,9 @@ import psycopg
 import pytest
 from tests.support.geometry import at_cosine, insert, literal, query_direction
 
-from ragfr.db.migrate import discover, migrate
+from ragfr.db.migrate import discover
 from ragfr.errors import ConfigError
+from ragfr.vector_index.upgrade import migrate
 
 HALF = "USING hnsw (((vector)::halfvec({d})) halfvec_cosine_ops) WITH (m='16', ef_construction='64')"
 FULL = "USING hnsw (vector vector_cosine_ops) WITH (m='16', ef_construction='64')"

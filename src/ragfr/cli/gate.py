@@ -50,7 +50,7 @@ examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gate", help="the evidence gate: check its decisions on questions",
+    p = sub.add_parser("gate", help="the evidence gate: check its decisions, calibrate it for your model",
                        description="The evidence gate of `ragfr ask` and the chat.")
     verbs = p.add_subparsers(dest="gate_command", metavar="VERB", required=True)
     check = verbs.add_parser("check", help="one decision per question of a JSON-lines file, no chat model",

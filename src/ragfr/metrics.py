@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import Counter, Histogram, disable_created_metrics, start_http_server
 
@@ -27,7 +27,6 @@ ADDR_ENV = "RAGFR_METRICS_ADDR"
 # interpolated inside a bucket is only as exact as its bounds.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
 OUTCOMES = ("ok", "timeout", "error")
-ARMS = ("lexical", "vector")  # the built-in arms' labels (ragfr.retrieval.arms), present from the start
 SURFACES = ("chat", "cli")
 DECISIONS = ("answer", "caution", "refuse")
 RULES = ("evidence", "rank")
@@ -46,7 +45,8 @@ SEARCH_SECONDS = Histogram(
     buckets=LATENCY_BUCKETS,
 )
 ARM_SECONDS = Histogram(
-    "ragfr_search_arm_duration_seconds", "Wall time of one retrieval arm (lexical: French BM25; vector: HNSW/exact).",
+    "ragfr_search_arm_duration_seconds", "Wall time of one retrieval arm (label: the arm's metric label, "
+    "ragfr.retrieval.arms).",
     ["arm"], buckets=LATENCY_BUCKETS,
 )
 UNDERFILLED = Counter(
@@ -78,8 +78,6 @@ CHAT_SEARCH_UNAVAILABLE = Counter(
 # Every series exists from the start at 0: rate() and the alerts see a flat line, not a missing one.
 for _o in OUTCOMES:
     SEARCHES.labels(_o)
-for _a in ARMS:
-    ARM_SECONDS.labels(_a)
 for _s in SURFACES:
     for _d in DECISIONS:
         GATE_DECISIONS.labels(_s, _d)
@@ -91,9 +89,14 @@ for _k in UNAVAILABLE:
     CHAT_SEARCH_UNAVAILABLE.labels(_k)
 
 
+def declare_arms(labels: Iterable[str]) -> None:
+    """The arms' series exist from the start at 0, like every other (ragfr.retrieval.arms declares its own)."""
+    for label in labels:
+        ARM_SECONDS.labels(label)
+
+
 def observe_search(total_ms: float, arms_ms: Mapping[str, float], underfilled: bool) -> None:
-    """One successful search. `arms_ms`: each arm's wall time by its metric label (Arm.metric_label: lexical,
-    vector, or a new arm's own)."""
+    """One successful search. `arms_ms`: each arm's wall time by its metric label (Arm.metric_label)."""
     SEARCHES.labels("ok").inc()
     SEARCH_SECONDS.observe(total_ms / 1000)
     for arm, ms in arms_ms.items():

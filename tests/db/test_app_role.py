@@ -83,7 +83,7 @@ def test_the_application_role_writes_and_searches_like_open_webui(release: Relea
         result = search(conn, "Comment déclarer un sinistre ?", collections=["kb"], embedder=e5,
                         config=SearchConfig(k=3, rerank=False))
         assert [h.id for h in result.hits][0] == "declaration"
-        assert result.hits[0].lexical_rank == 1 and result.hits[0].semantic_rank is not None
+        assert result.hits[0].ranks.get("lexical") == 1 and result.hits[0].ranks.get("semantic") is not None
         # a filtered search reads the declared filters (ragfr_filter_index) as this role too
         result = search(conn, "Comment déclarer un sinistre ?", collections=["kb"], embedder=e5,
                         conditions=(Condition("name", "eq", ("vol",)),), config=SearchConfig(k=3, rerank=False))

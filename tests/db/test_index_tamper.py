@@ -322,7 +322,7 @@ def _verify(release: Release, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _hits(release: Release, e5: Any) -> list[list[tuple[str, int | None, float | None]]]:
     with psycopg.connect(release.app_url, autocommit=True) as conn:
-        return [[(h.id, h.lexical_rank, None if h.lexical_score is None else round(h.lexical_score, 6))
+        return [[(h.id, h.ranks.get("lexical"), None if h.scores.get("lexical") is None else round(h.scores.get("lexical"), 6))
                  for h in search(conn, q, collections=["kb", "other"], embedder=e5,
                                  config=SearchConfig(k=5, rerank=False)).hits]
                 for q in QUERIES]

@@ -19,7 +19,7 @@ from ragfr.embed import load_embedder
 from ragfr.filters.grammar import Condition
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
 from ragfr.owui.runtime.native import ranks_metadata
-from ragfr.retrieval.arms import ArmQuery, Ranked
+from ragfr.retrieval.arms import ArmBase, ArmQuery, Ranked
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.gate import GateConfig, assess
 from ragfr.retrieval.hybrid import search
@@ -35,21 +35,20 @@ TEXTS = {
 }
 
 
-class ShortestFirst:
-    """The test's arm: the passing rows, shortest text first (ties by id); score = 1 / length."""
+class ShortestFirst(ArmBase):
+    """The test's arm: the passing rows, shortest text first (ties by id); score = 1 / length. Its name, label
+    and defaults (on, `config.k` deep, on the first connection, read by no evidence feature) are all it
+    declares: nothing else in ragfr names it."""
 
     name = "short"
     metric_label = "short"
-
-    def applies(self, query: ArmQuery) -> bool:
-        return True
 
     def run(self, conn: psycopg.Connection[Any], query: ArmQuery) -> Ranked:
         where, params = query.filters.predicate("d")  # the hard constraints, pushed in like the other arms
         rows = conn.execute(sql.SQL("SELECT d.id, length(d.text) FROM document_chunk d WHERE {}"
                                     " ORDER BY length(d.text), d.id LIMIT %s").format(where),
-                            [*params, query.config.k]).fetchall()
-        report = ArmReport(self.name, query.config.k, returned=len(rows), strategy="length")
+                            [*params, self.depth(query.config)]).fetchall()
+        report = ArmReport(self.name, self.depth(query.config), returned=len(rows), strategy="length")
         return Ranked([r[0] for r in rows], {r[0]: 1.0 / r[1] for r in rows}, report)
 
 

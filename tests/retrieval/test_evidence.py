@@ -15,7 +15,7 @@ from ragfr.cli import main as cli_main
 from ragfr.embed import load_embedder
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.evidence import FEATURES, ArmList, TermStats, compute
+from ragfr.retrieval.evidence import BM25, COSINE, FEATURES, ArmList, TermStats, compute
 from ragfr.retrieval.hybrid import search
 
 DOCS = {name: text for name, text in CONTRACT_ARTICLES.items() if name != "prime"}
@@ -31,7 +31,7 @@ def test_features_hand_computed() -> None:
     mass = sum(idf.values())
     lex = ArmList(["a", "b", "c"], {"a": 6.0, "b": 4.5, "c": 1.0})
     sem = ArmList(["b", "a", "d"], {"b": 0.9, "a": 0.8, "d": 0.7})
-    f = compute(terms, stats, {"lexical": lex, "semantic": sem},
+    f = compute(terms, stats, {BM25: lex, COSINE: sem},
                 ["La franchise du contrat.", "Le montant est fixe.", "Rien."], rrf_top=1 / 61 + 1 / 62, rrf_k=60)
     assert list(f) == list(FEATURES)
     assert f["cos1"] == 0.9 and f["cos3"] == pytest.approx(0.8) and f["cos_margin"] == pytest.approx(0.1)
@@ -72,7 +72,7 @@ def test_every_search_carries_its_evidence(kb, e5) -> None:
                      embedder=e5, config=NO_RERANK)
     for r in (inside, outside):
         assert list(r.evidence) == list(FEATURES)
-        assert r.evidence["cos1"] == max(h.semantic_score or 0.0 for h in r.hits)  # the arm's best is shown here
+        assert r.evidence["cos1"] == max(h.scores.get("semantic") or 0.0 for h in r.hits)  # the arm's best is shown here
     assert "franchise" in inside.hits[0].text.lower()
     assert inside.evidence["idf_cover1"] == pytest.approx(1.0)  # every word of the question is in the top passage
     assert inside.evidence["absent_idf"] == 0.0

@@ -82,7 +82,7 @@ def test_a_declared_filter_is_walked_on_its_own_graph(dsn, capsys) -> None:
         assert result.settings["ef_search"] == ef_search_for(ROWS) == 100
         assert _scans(conn, CONTRAT) == own + 1 and _scans(conn, "idx_document_chunk_vector") == shared
         # ef_search 100 over a 100-node graph visits it all: the exact answer
-        got = [(h.id, round(h.semantic_score or 0, 6)) for h in result.hits]
+        got = [(h.id, round(h.scores.get("semantic") or 0, 6)) for h in result.hits]
         assert got == _exact(conn, "vmetadata->>'type' = 'contrat'", 20)
 
         # with a second condition the walk iterates on the same graph (rows of it may fail the other one)
@@ -91,7 +91,7 @@ def test_a_declared_filter_is_walked_on_its_own_graph(dsn, capsys) -> None:
         arm = result.arms["semantic"]
         assert (arm.filter_index, arm.iterative_scan) == (CONTRAT, "relaxed_order")
         assert _scans(conn, CONTRAT) == own + 2
-        got = [(h.id, round(h.semantic_score or 0, 6)) for h in result.hits]
+        got = [(h.id, round(h.scores.get("semantic") or 0, 6)) for h in result.hits]
         assert got == _exact(conn, "vmetadata->>'type' = 'contrat' AND vmetadata->>'annee' = '2020'", 20)
 
         # an undeclared filter walks the shared graph; a pinned ef_search stays pinned
@@ -116,7 +116,7 @@ def test_a_number_like_value_matches_numbers_and_strings(dsn) -> None:
         arm = result.arms["semantic"]
         assert (arm.strategy, arm.filter_index) == ("hnsw", name) and _scans(conn, name) == before + 1
         assert {type(h.metadata["annee"]) for h in result.hits} == {int, str}
-        got = [(h.id, round(h.semantic_score or 0, 6)) for h in result.hits]
+        got = [(h.id, round(h.scores.get("semantic") or 0, 6)) for h in result.hits]
         assert got == _exact(conn, "vmetadata->>'annee' = '2023'", 40)
 
 

@@ -96,12 +96,12 @@ def test_broad_arm_cannot_starve_the_narrow_one(conn) -> None:
     assert result.arms["semantic"].floor_cut == 49 and result.arms["semantic"].returned == 1  # 50 fetched
     assert "meaning" in ids[:2]
     hit = next(h for h in result.hits if h.id == "meaning")
-    assert hit.semantic_rank == 1 and hit.lexical_rank is None
+    assert hit.ranks.get("semantic") == 1 and hit.ranks.get("lexical") is None
     # Naive fusion by raw score sum: BM25 scores (several units) bury a cosine (< 1).
     scores: dict[str, float] = {}
     for h in search(conn, "franchise sinistre", collections=["kb"], query_vector=Q,
                     config=SearchConfig(k=100, lexical_depth=60, semantic_depth=100)).hits:
-        scores[h.id] = (h.lexical_score or 0) + (h.semantic_score or 0)
+        scores[h.id] = (h.scores.get("lexical") or 0) + (h.scores.get("semantic") or 0)
     naive_top5 = sorted(scores, key=lambda i: -scores[i])[:5]
     assert "meaning" not in naive_top5
 
@@ -137,7 +137,7 @@ def test_filters_apply_in_the_lexical_arm_too(conn) -> None:
     result = search(conn, "sinistre", collections=["kb"], conditions=[Condition("produit", "eq", ("habitation",))],
                     query_vector=Q, config=SearchConfig(k=5))
     assert [h.id for h in result.hits] == ["hab1"]
-    assert result.hits[0].lexical_rank == 1 and result.hits[0].semantic_rank == 1
+    assert result.hits[0].ranks.get("lexical") == 1 and result.hits[0].ranks.get("semantic") == 1
 
 
 def test_planner_setting_does_not_outlive_the_vector_arm(migrated_db) -> None:

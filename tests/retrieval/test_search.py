@@ -55,7 +55,7 @@ def test_inflected_french_queries_find_the_sinistre_chunk(kb, e5, query: str) ->
     _, conn = kb
     result = search(conn, query, collections=["contrat"], embedder=e5, config=NO_RERANK)
     assert _names(result)[0] == "declaration"
-    assert result.hits[0].lexical_rank == 1
+    assert result.hits[0].ranks.get("lexical") == 1
     lexical_only = search(conn, query, collections=["contrat"], config=NO_RERANK.with_(semantic=False))
     assert _names(lexical_only)[0] == "declaration"
 
@@ -103,7 +103,7 @@ def test_bm25_scores_equal_a_reference_computation(kb) -> None:
         result = search(conn, q, collections=["contrat"], conditions=conditions,
                         config=NO_RERANK.with_(semantic=False, k=10))
         assert result.arms["lexical"].strategy == strategy
-        got = {h.id: h.lexical_score for h in result.hits}
+        got = {h.id: h.scores.get("lexical") for h in result.hits}
         assert got.keys() == expected.keys()
         for doc_id, score in expected.items():
             assert got[doc_id] == pytest.approx(score, rel=1e-9)
@@ -383,8 +383,7 @@ def test_errors_never_poison_the_connection(kb, e5) -> None:
 
 
 def _same_ranking(a, b) -> None:
-    assert [(h.id, h.rrf_score, h.lexical_rank, h.semantic_rank, h.lexical_score, h.semantic_score) for h in a.hits] \
-        == [(h.id, h.rrf_score, h.lexical_rank, h.semantic_rank, h.lexical_score, h.semantic_score) for h in b.hits]
+    assert [(h.id, h.rrf_score, h.ranks, h.scores) for h in a.hits] == [(h.id, h.rrf_score, h.ranks, h.scores) for h in b.hits]
     assert (a.underfilled, a.settings) == (b.underfilled, b.settings)
 
 

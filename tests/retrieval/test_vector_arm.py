@@ -65,7 +65,7 @@ def test_halfvec_walk_then_full_precision_scores_equal_exact_search(conn) -> Non
     assert result.settings["vector_index"] == "halfvec"
     assert result.arms["semantic"].strategy == "hnsw"
     assert _index_scans(conn) > before, "the walk must go through idx_document_chunk_vector"
-    got = [(h.id, h.semantic_score) for h in result.hits]
+    got = [(h.id, h.scores.get("semantic")) for h in result.hits]
     want = _exact(conn, NEAR)
     assert [i for i, _ in got] == [i for i, _ in want]
     for (_, s), (_, t) in zip(got, want, strict=True):
@@ -89,7 +89,7 @@ def test_filtered_walk_and_exact_scoring_agree(conn) -> None:
     assert scored.arms["semantic"].passing == ROWS // 4
     want = _exact(conn, 10, "vmetadata ->> 'cls' = 'a'")
     for result in (walked, scored):
-        assert [(h.id, pytest.approx(h.semantic_score, abs=1e-12)) for h in result.hits] == want
+        assert [(h.id, pytest.approx(h.scores.get("semantic"), abs=1e-12)) for h in result.hits] == want
 
 
 @pytest.mark.parametrize(("indexed", "depth", "ef", "ratio", "expected"), [
@@ -161,7 +161,7 @@ def test_a_walk_no_row_can_fail_skips_the_iterative_scan_and_finds_the_same_rows
                    query_vector=Q, config=config)
     assert (whole.arms["semantic"].strategy, every.arms["semantic"].strategy) == ("hnsw", "hnsw")
     assert (whole.arms["semantic"].iterative_scan, every.arms["semantic"].iterative_scan) == ("off", "relaxed_order")
-    assert [(h.id, h.semantic_score) for h in whole.hits] == [(h.id, h.semantic_score) for h in every.hits]
+    assert [(h.id, h.scores.get("semantic")) for h in whole.hits] == [(h.id, h.scores.get("semantic")) for h in every.hits]
     assert len(whole.hits) == 40
     # The transaction's setting is back to relaxed_order after the walk (SET LOCAL, restored).
     with conn.transaction():

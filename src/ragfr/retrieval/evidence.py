@@ -84,15 +84,20 @@ class ArmList:
     scores: Mapping[str, float]
 
 
+# What an arm's scores are (Arm.evidence), the key of its list in `compute`'s `arms`.
+COSINE = "cosine"  # cosine similarity in the embedding space
+BM25 = "bm25"  # French BM25 of the question's terms
+
+
 def compute(terms: Sequence[str], stats: TermStats, arms: Mapping[str, ArmList], top_texts: Sequence[str],
             rrf_top: float | None, rrf_k: int) -> dict[str, float]:
-    """Every feature of FEATURES. `arms`: by name ("lexical", "semantic"; absent when it did not run);
-    `top_texts`: the fused top passages' texts, best first (the first TOP are read); `rrf_top`: the fused top
-    score (None: no hit)."""
+    """Every feature of FEATURES. `arms`: each arm's list by what its scores are (COSINE, BM25; absent when no
+    such arm ran); `top_texts`: the fused top passages' texts, best first (the first TOP are read);
+    `rrf_top`: the fused top score (None: no hit)."""
     out = dict.fromkeys(FEATURES, 0.0)
-    out.update(_vector(arms.get("semantic")))
-    out.update(_words(terms, stats, arms.get("lexical"), top_texts))
-    out.update(_agreement(arms.get("lexical"), arms.get("semantic")))
+    out.update(_vector(arms.get(COSINE)))
+    out.update(_words(terms, stats, arms.get(BM25), top_texts))
+    out.update(_agreement(arms.get(BM25), arms.get(COSINE)))
     out["rrf1"] = (rrf_top or 0.0) / (2.0 / (rrf_k + 1))
     out["n_terms"] = math.log1p(len(terms))
     return out

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import psycopg
@@ -30,7 +30,7 @@ from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.filters.grammar import Condition
 from ragfr.filters.predicate import Filters
 from ragfr.retrieval import evidence, semantic
-from ragfr.retrieval.arms import BUILTIN, LEXICAL, SEMANTIC, Arm, ArmQuery, Ranked
+from ragfr.retrieval.arms import BUILTIN, TERMS, VECTOR, Arm, ArmQuery, Ranked, reads
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.fusion import rrf
 from ragfr.retrieval.rerank import Reranker
@@ -40,8 +40,9 @@ from ragfr.timing import elapsed_ms
 log = logging.getLogger("ragfr.search")
 MAX_QUERY_CHARS = 8_000
 RUNBOOK = "docs/runbooks/embedding-migration.md"
-# Lexical arms running beside a vector arm. The threads mostly wait on the server (psycopg releases the GIL).
-_LEXICAL_WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ragfr-lexical")
+# Arms running aside (Arm.aside), on the second connection. The threads mostly wait on the server (psycopg
+# releases the GIL).
+_ASIDE_WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ragfr-aside")
 _ARM_MARGIN_S = 2.0
 
 
@@ -71,6 +72,21 @@ def validate_query(query: str) -> str:
     return stripped
 
 
+@dataclass(frozen=True)
+class _Request:
+    """`search`'s arguments, passed down once."""
+
+    query: str
+    collections: Sequence[str]
+    conditions: Sequence[Condition]
+    query_vector: Sequence[float] | None
+    embedder: QueryEmbedder | None
+    config: SearchConfig
+    reranker: Reranker | None
+    second_conn: psycopg.Connection[Any] | None
+    arms: tuple[Arm, ...]
+
+
 def search(
     conn: psycopg.Connection[Any],
     query: str,
@@ -84,15 +100,22 @@ def search(
     lexical_conn: psycopg.Connection[Any] | None = None,
     extra_arms: Sequence[Arm] = (),
 ) -> SearchResult:
-    """Hybrid search over `collections` (see `_search`), counted and timed in ragfr.metrics. `extra_arms`:
-    arms beyond the built-in two (ragfr.retrieval.arms), run on `conn` in the search's snapshot and fused
-    like them."""
+    """Hybrid search over `collections`, counted and timed in ragfr.metrics. Raises RagfrError subclasses for
+    anything the caller did wrong; the connection stays usable either way (all statements run in one
+    transaction, rolled back on error).
+
+    `lexical_conn`: a second connection to the same database, idle and used by nothing else during the
+    call. The arms that run aside (Arm.aside: the lexical arm) then run on it, in their own transaction,
+    while the others (the vector arm) run on `conn`, so a query costs the slower arm instead of both
+    (docs/benchmarks.md). The results are the same: each connection reads one snapshot (REPEATABLE READ READ
+    ONLY: the block-index lexical arm runs several statements, which under READ COMMITTED could each see a
+    different set of chunks and report a partial score as exact).
+    `extra_arms`: arms beyond the built-in ones (ragfr.retrieval.arms), fused like them."""
     arms = (*BUILTIN, *extra_arms)
+    request = _Request(query, collections, conditions, query_vector, embedder, config or SearchConfig(), reranker,
+                       lexical_conn, arms)
     try:
-        result = _search(
-            conn, query, collections=collections, conditions=conditions, query_vector=query_vector,
-            embedder=embedder, config=config, reranker=reranker, lexical_conn=lexical_conn, arms=arms,
-        )
+        result = _search(conn, request)
     except Exception as exc:
         metrics.search_failed(timeout=isinstance(exc, SearchTimeoutError))
         raise
@@ -101,39 +124,18 @@ def search(
     return result
 
 
-def _search(
-    conn: psycopg.Connection[Any],
-    query: str,
-    *,
-    collections: Sequence[str],
-    conditions: Sequence[Condition] = (),
-    query_vector: Sequence[float] | None = None,
-    embedder: QueryEmbedder | None = None,
-    config: SearchConfig | None = None,
-    reranker: Reranker | None = None,
-    lexical_conn: psycopg.Connection[Any] | None = None,
-    arms: Sequence[Arm] = BUILTIN,
-) -> SearchResult:
-    """Hybrid search over `collections`. Raises RagfrError subclasses for anything the caller did wrong;
-    the connection stays usable either way (all statements run in one transaction, rolled back on error).
-
-    `lexical_conn`: a second connection to the same database, idle and used by nothing else during the
-    call. The lexical arm then runs on it, in its own transaction, while the vector arm runs on `conn`, so
-    a query costs the slower arm instead of both (docs/benchmarks.md). The results are the same: each arm
-    reads one snapshot (REPEATABLE READ READ ONLY: the block-index lexical arm runs several statements, which
-    under READ COMMITTED could each see a different set of chunks and report a partial score as exact)."""
-    config = config or SearchConfig()
-    query = validate_query(query)
+def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
+    config = req.config
+    query = validate_query(req.query)
     started = time.perf_counter()
     timings: dict[str, float] = {}
     # Every statement runs in a transaction that ends with it (a block, or an autocommit statement) so that a
     # caller is left idle, never "idle in transaction" (that would block `ragfr embeddings migrate`'s DDL).
     space = _read_space(conn)
-    filters = Filters(tuple(collections), tuple(conditions), embedding_model=space.model)
-    vector = _query_vector(query, query_vector, embedder, space) if config.semantic else None
+    filters = Filters(tuple(req.collections), tuple(req.conditions), embedding_model=space.model)
+    vector = _query_vector(query, req.query_vector, req.embedder, space) if reads(config, VECTOR, req.arms) else None
     timings["embed"] = elapsed_ms(started)
-    terms = query_terms(query) if config.lexical else []
-    ran: dict[str, Ranked] = {}
+    terms = query_terms(query) if reads(config, TERMS, req.arms) else []
     try:
         began = conn.info.transaction_status == TransactionStatus.IDLE  # else a savepoint in the caller's
         with conn.transaction():
@@ -145,32 +147,9 @@ def _search(
             # sort) follow the vector walk before COMMIT resets its settings.
             q = ArmQuery(query, terms, vector, filters, config, searched, indexed,
                          precision=settings["vector_index"], restore=not began)
-            todo = [a for a in arms if a.applies(q)]
-            # The lexical arm beside the vector arm, on the second connection, when there is one.
-            aside = LEXICAL if LEXICAL in todo and SEMANTIC in todo and lexical_conn is not None else None
-            pending: Future[tuple[Ranked, float]] | None = None
-            if aside is not None and lexical_conn is not None:
-                pending = _LEXICAL_WORKERS.submit(_in_own_transaction, aside, lexical_conn, q)
-            try:
-                for arm in todo:
-                    if arm is not aside:
-                        t = time.perf_counter()
-                        ran[arm.name] = arm.run(conn, q)
-                        timings[arm.name] = elapsed_ms(t)
-            finally:
-                if pending is not None and aside is not None:  # never leave lexical_conn busy behind the caller's back
-                    # Its statement is cancelled by the server at statement_timeout; the margin covers the
-                    # round trip. Past it the connection is unusable and the caller's pool discards it.
-                    try:
-                        ran[aside.name], timings[aside.name] = pending.result(
-                            timeout=config.statement_timeout_ms / 1000 + _ARM_MARGIN_S)
-                    except FutureTimeout:
-                        raise SearchTimeoutError(
-                            f"the lexical arm did not answer within {config.statement_timeout_ms} ms"
-                        ) from None
-            ran = {a.name: ran[a.name] for a in arms if a.name in ran}  # the arms' own order, however they ran
+            ran = _run_arms(conn, req, q, timings)
             fused = rrf({name: r.ids for name, r in ran.items()}, config.rrf_k)
-            use_reranker = reranker is not None and config.rerank
+            use_reranker = req.reranker is not None and config.rerank
             shown = fused[: config.rerank_top_n if use_reranker else config.k]
             rows = _fetch(conn, [doc_id for doc_id, _, _ in shown])
             stats = evidence.term_stats(conn, filters.collections, terms, searched)
@@ -181,34 +160,22 @@ def _search(
         ) from exc
     except psycopg.Error as exc:
         raise DatabaseError(f"search failed: {exc.diag.message_primary or str(exc).strip()}") from exc
+    names = tuple(a.name for a in req.arms)
     hits = [
         Hit(
             id=doc_id, text=rows[doc_id][0] or "", metadata=rows[doc_id][1] or {}, collection_name=rows[doc_id][2],
-            rrf_score=score, ranks=dict(ranks), scores={arm: ran[arm].scores[doc_id] for arm in ranks},
+            rrf_score=score, ranks=dict(ranks), scores={arm: ran[arm].scores[doc_id] for arm in ranks}, arms=names,
         )
         for doc_id, score, ranks in shown
         if doc_id in rows
     ]
-    if reranker is not None and config.rerank and hits:
-        t = time.perf_counter()
-        for hit, s in zip(hits, reranker.score(query, [h.text for h in hits]), strict=True):
-            hit.rerank_score = s
-        hits.sort(key=lambda h: (-(h.rerank_score or 0.0), h.id))
-        hits = hits[: config.rerank_keep]
-        timings["rerank"] = elapsed_ms(t)
+    hits = _rerank(query, hits, req.reranker, config, timings)
     features = evidence.compute(
-        terms, stats, {name: evidence.ArmList(r.ids, r.scores) for name, r in ran.items()},
+        terms, stats, {a.evidence: evidence.ArmList(ran[a.name].ids, ran[a.name].scores)
+                       for a in req.arms if a.evidence and a.name in ran},
         [h.text for h in hits], fused[0][1] if fused else None, config.rrf_k)
     timings["total"] = elapsed_ms(started)
-    settings.update(
-        rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims, lexical_depth=config.lexical_depth,
-        semantic_depth=config.semantic_depth, bm25_k1=config.bm25_k1, bm25_b=config.bm25_b,
-        exact_threshold=config.exact_threshold, exact_cost_ratio=config.exact_cost_ratio,
-        collection_exact_rows=config.collection_exact_rows,
-        lexical_probe_cost_ratio=config.lexical_probe_cost_ratio,
-        similarity_floor=config.similarity_floor,
-        reranker=getattr(reranker, "model_id", None) if config.rerank else None, query_terms=terms,
-    )
+    settings.update(_settings(req, space, terms))
     reports = {name: r.report for name, r in ran.items()}
     short = [a for a in reports.values() if a.underfilled]
     result = SearchResult(
@@ -218,6 +185,66 @@ def _search(
     )
     _log(result)
     return result
+
+
+def _run_arms(conn: psycopg.Connection[Any], req: _Request, q: ArmQuery,
+              timings: dict[str, float]) -> dict[str, Ranked]:
+    """Every arm that applies, by name in the arms' own order, however they ran: the arms that run aside on
+    the second connection (when there is one and an arm runs on `conn` beside them), the others on `conn`."""
+    todo = [a for a in req.arms if a.applies(q)]
+    second = req.second_conn
+    aside = [a for a in todo if a.aside] if second is not None and any(not a.aside for a in todo) else []
+    pending: Future[dict[str, tuple[Ranked, float]]] | None = None
+    if aside and second is not None:
+        pending = _ASIDE_WORKERS.submit(_in_own_transaction, aside, second, q)
+    ran: dict[str, Ranked] = {}
+    try:
+        for arm in todo:
+            if arm not in aside:
+                t = time.perf_counter()
+                ran[arm.name] = arm.run(conn, q)
+                timings[arm.name] = elapsed_ms(t)
+    finally:
+        if pending is not None:  # never leave the second connection busy behind the caller's back
+            # Its statement is cancelled by the server at statement_timeout; the margin covers the round
+            # trip. Past it the connection is unusable and the caller's pool discards it.
+            try:
+                done = pending.result(timeout=q.config.statement_timeout_ms / 1000 + _ARM_MARGIN_S)
+            except FutureTimeout:
+                raise SearchTimeoutError(
+                    f"the {', '.join(a.name for a in aside)} arm did not answer within "
+                    f"{q.config.statement_timeout_ms} ms"
+                ) from None
+            for name, (ranked, ms) in done.items():
+                ran[name], timings[name] = ranked, ms
+    return {a.name: ran[a.name] for a in req.arms if a.name in ran}
+
+
+def _rerank(query: str, hits: list[Hit], reranker: Reranker | None, config: SearchConfig,
+            timings: dict[str, float]) -> list[Hit]:
+    if reranker is None or not config.rerank or not hits:
+        return hits
+    t = time.perf_counter()
+    for hit, s in zip(hits, reranker.score(query, [h.text for h in hits]), strict=True):
+        hit.rerank_score = s
+    hits.sort(key=lambda h: (-(h.rerank_score or 0.0), h.id))
+    timings["rerank"] = elapsed_ms(t)
+    return hits[: config.rerank_keep]
+
+
+def _settings(req: _Request, space: EmbeddingSpace, terms: list[str]) -> dict[str, Any]:
+    """What the ranking depended on, beside the session settings (ragfr.retrieval.semantic.apply_settings)."""
+    config = req.config
+    return dict(
+        rrf_k=config.rrf_k, embedding_model=space.model, dims=space.dims,
+        **{f"{a.name}_depth": a.depth(config) for a in req.arms},
+        bm25_k1=config.bm25_k1, bm25_b=config.bm25_b,
+        exact_threshold=config.exact_threshold, exact_cost_ratio=config.exact_cost_ratio,
+        collection_exact_rows=config.collection_exact_rows,
+        lexical_probe_cost_ratio=config.lexical_probe_cost_ratio,
+        similarity_floor=config.similarity_floor,
+        reranker=getattr(req.reranker, "model_id", None) if config.rerank else None, query_terms=terms,
+    )
 
 
 # First statement of a search's transaction: all its statements see the same rows (never a serialization
@@ -234,15 +261,18 @@ def _read_space(conn: psycopg.Connection[Any]) -> EmbeddingSpace:
         return read_space(conn)
 
 
-def _in_own_transaction(arm: Arm, conn: psycopg.Connection[Any], q: ArmQuery) -> tuple[Ranked, float]:
-    """`arm` on the second connection, in a snapshot of its own, with the search's statement timeout."""
-    t = time.perf_counter()
+def _in_own_transaction(arms: Sequence[Arm], conn: psycopg.Connection[Any],
+                        q: ArmQuery) -> dict[str, tuple[Ranked, float]]:
+    """`arms` on the second connection, in a snapshot of their own, with the search's statement timeout."""
+    out: dict[str, tuple[Ranked, float]] = {}
     with conn.transaction():
         conn.execute(_ONE_SNAPSHOT)
         conn.execute("SELECT set_config('statement_timeout', %s, true), " + semantic.NO_JIT,
-                     (f"{q.config.statement_timeout_ms}ms",))
-        ranked = arm.run(conn, q)
-    return ranked, elapsed_ms(t)
+                      (f"{q.config.statement_timeout_ms}ms",))
+        for arm in arms:
+            t = time.perf_counter()
+            out[arm.name] = arm.run(conn, q), elapsed_ms(t)
+    return out
 
 
 def _query_vector(

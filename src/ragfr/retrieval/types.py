@@ -5,10 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# The arms of ragfr.retrieval.arms.BUILTIN: a hit's JSON always names them, with None when one did not
-# return it, so a reader of `ragfr search --json` finds the same keys whatever the arms found.
-BUILTIN_ARMS = ("lexical", "semantic")
-
 
 @dataclass
 class Hit:
@@ -17,30 +13,25 @@ class Hit:
     metadata: dict[str, Any]
     collection_name: str
     rrf_score: float = 0.0
-    # Per arm that returned the hit: its 1-based rank there, and that arm's own score (lexical: BM25;
-    # semantic: cosine similarity, 1 - cosine distance). An arm that did not return it has no entry.
+    # Per arm that returned the hit, by the arm's name: its 1-based rank there, and that arm's own score
+    # (BM25, cosine similarity...: Arm.evidence). An arm that did not return it has no entry.
     ranks: dict[str, int] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
     rerank_score: float | None = None  # cross-encoder logit
 
+    # The names of the arms the search had, on or off (ragfr.retrieval.arms), in their order: the JSON names every
+    # one, with None where it did not return the hit, so a reader of `ragfr search --json` finds the same keys
+    # whatever the arms found.
+    arms: tuple[str, ...] = ()
+
+    # The one by-name reading left: the chart's helm test (charts/ragfr/files/helm-test.py) runs the installed
+    # package and reads it. Everything else reads `ranks[arm.name]`.
     @property
     def lexical_rank(self) -> int | None:
         return self.ranks.get("lexical")
 
-    @property
-    def semantic_rank(self) -> int | None:
-        return self.ranks.get("semantic")
-
-    @property
-    def lexical_score(self) -> float | None:
-        return self.scores.get("lexical")
-
-    @property
-    def semantic_score(self) -> float | None:
-        return self.scores.get("semantic")
-
     def arm_names(self) -> list[str]:
-        return [*BUILTIN_ARMS, *sorted(set(self.ranks) - set(BUILTIN_ARMS))]
+        return [*self.arms, *sorted(set(self.ranks) - set(self.arms))]
 
     def to_json(self) -> dict[str, Any]:
         """Flat, as `ragfr search --json` has always printed it: `<arm>_rank` then `<arm>_score` per arm."""

@@ -143,11 +143,12 @@ def score_collection(
 
 def _scored(qid: str, answerable: bool, result: Any) -> Scored:
     from ragfr.ask import gate_search
+    from ragfr.retrieval.arms import SEMANTIC
 
     top = result.hits[0] if result.hits else None
     decision = gate_search(result)
     return Scored(qid, answerable, top.rrf_score if top else 0.0,
-                  max((h.semantic_score for h in result.hits if h.semantic_score is not None), default=None),
+                  max((h.scores[SEMANTIC.name] for h in result.hits if SEMANTIC.name in h.scores), default=None),
                   top.rerank_score if top else None, decision.outcome.value, decision.rule)
 
 

@@ -16,12 +16,12 @@ from typing import Any, Protocol
 import psycopg
 
 from ragfr import metrics
-from ragfr.db.vector_index import Precision
 from ragfr.filters.predicate import Filters
 from ragfr.retrieval import evidence as features
 from ragfr.retrieval import lexical, semantic
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.types import ArmReport
+from ragfr.vector_index.precision import Precision
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ once built, are what a search of theirs walks: the two layouts cannot take turns
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import time
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ragfr.db.connect import with_database
 from ragfr.retrieval.config import COLLECTION_EXACT_ROWS, SearchConfig
 from ragfr.retrieval.hybrid import search
 from ragfr.vector_index import graphs as vector_graphs
@@ -57,30 +59,34 @@ def _copy(conn: psycopg.Connection[Any], name: str, ids: list[str], texts: list[
         copy.write(buf.getvalue())
 
 
-def _load(conn: psycopg.Connection[Any], sizes: list[int], seed: int) -> dict[str, np.ndarray]:
-    """Load the collections (`kb<size>`), then build the shipped vector index over them once."""
+def _generate(sizes: list[int], seed: int) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The collections' vectors (`kb<size>`) and texts, the same for the same sizes and seed."""
     rng = np.random.default_rng(seed)
     basis = rng.standard_normal((RANK, DIMS))
     texts = [c.text for c in chunks(CorpusSpec(sum(sizes), geometry=Geometry.LOWRANK, seed=seed),
                                     read_piaf(PIAF_JSON))]
+    return {f"kb{n}": _vectors(rng, basis, n) for n in sizes}, texts
+
+
+def _load(conn: psycopg.Connection[Any], vectors: dict[str, np.ndarray], texts: list[str], seed: int) -> None:
+    """Load the collections, then build the shipped vector index over them once."""
     index = conn.execute("SELECT pg_get_indexdef('idx_document_chunk_vector'::regclass)").fetchone()
     assert index is not None
     conn.execute("DROP INDEX idx_document_chunk_vector")  # one build over everything, not one insert at a time
-    vectors: dict[str, np.ndarray] = {}
     start = 0
     t = time.perf_counter()
-    for n in sizes:
-        name = f"kb{n}"
-        vectors[name] = _vectors(rng, basis, n)
-        _copy(conn, name, [f"{name}-{i:07d}" for i in range(n)], texts[start:start + n], vectors[name])
-        start += n
+    for name, vs in vectors.items():
+        _copy(conn, name, [f"{name}-{i:07d}" for i in range(len(vs))], texts[start:start + len(vs)], vs)
+        start += len(vs)
         say(f"collections: loaded {name} ({start} rows, {time.perf_counter() - t:.0f} s)")
     conn.execute("SET maintenance_work_mem = '1GB'")
     t = time.perf_counter()
     conn.execute(index[0])
     conn.execute("VACUUM ANALYZE document_chunk")
     say(f"collections: shared HNSW graph built in {time.perf_counter() - t:.0f} s")
-    return vectors
+    conn.execute("CREATE TABLE bench_collections_loaded (sizes int[], seed int)")
+    conn.execute("INSERT INTO bench_collections_loaded VALUES (%s, %s)",
+                 ([len(v) for v in vectors.values()], seed))
 
 
 def _questions(vectors: np.ndarray, texts: list[str], n: int, seed: int) -> list[tuple[str, np.ndarray]]:
@@ -160,16 +166,42 @@ def _graphs(conn: psycopg.Connection[Any]) -> dict[str, Any]:
             "collections_declared": report.collections_declared}
 
 
-def run(dsn: str, sizes: list[int], queries: int, seed: int) -> dict[str, Any]:
-    with pgdb.fresh_database(dsn, "ragfr_bench_collections") as db:
-        migrate(db, DIMS, MODEL)
+def _database(dsn: str, keep: str | None) -> contextlib.AbstractContextManager[str]:
+    if keep is None:
+        return pgdb.fresh_database(dsn, "ragfr_bench_collections")
+    with pgdb.admin(dsn) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (keep,)).fetchone() is not None
+    return contextlib.nullcontext(with_database(dsn, keep) if exists else pgdb.create_database(dsn, keep))
+
+
+def _loaded(conn: psycopg.Connection[Any], sizes: list[int], seed: int) -> bool:
+    """A kept database already holds these collections: forget their graphs (the phase before issue 39
+    walks the shared graph) and reuse it. One that holds other ones is refused, not silently mixed."""
+    if conn.execute("SELECT to_regclass('bench_collections_loaded') IS NULL").fetchone() == (True,):
+        if conn.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'document_chunk'").fetchone() != (0,):
+            raise SystemExit("collections: the kept database holds a half-loaded corpus: drop it and run again")
+        return False
+    row = conn.execute("SELECT sizes, seed FROM bench_collections_loaded").fetchone()
+    if row is None or (list(row[0]), row[1]) != (sizes, seed):
+        raise SystemExit(f"collections: the kept database holds sizes and seed {row}, not {sizes} and {seed}")
+    conn.execute("DELETE FROM ragfr_filter_index WHERE on_collection")
+    vector_graphs.sync(conn, collection_rows=None, say=say)  # drops the graphs no longer declared
+    return True
+
+
+def run(dsn: str, sizes: list[int], queries: int, seed: int, keep: str | None = None) -> dict[str, Any]:
+    vectors, texts = _generate(sizes, seed)
+    with _database(dsn, keep) as db:
         with psycopg.connect(db, autocommit=True) as conn, psycopg.connect(db, autocommit=True) as lexical:
-            vectors = _load(conn, sizes, seed)
-            texts = read_piaf(PIAF_JSON).questions
-            questions = {name: _questions(vs, texts, queries, seed + i) for i, (name, vs) in enumerate(vectors.items())}
-            settings: dict[str, str] = dict(conn.execute("SELECT name, setting FROM pg_settings WHERE name IN"
-                                         " ('shared_buffers', 'work_mem', 'max_parallel_workers_per_gather')"
-                                         ).fetchall())
+            if not _loaded(conn, sizes, seed):
+                migrate(db, DIMS, MODEL)
+                _load(conn, vectors, texts, seed)
+            questions_text = read_piaf(PIAF_JSON).questions
+            questions = {name: _questions(vs, questions_text, queries, seed + i)
+                         for i, (name, vs) in enumerate(vectors.items())}
+            settings: dict[str, str] = dict(conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name IN"
+                " ('shared_buffers', 'work_mem', 'max_parallel_workers_per_gather')").fetchall())
             # Before issue 39: no collection is scored exactly for being one (the cost rule alone decides)
             # and none has a graph of its own yet.
             before = _phase(conn, lexical, vectors, questions, SearchConfig(collection_exact_rows=0, rerank=False),
@@ -189,11 +221,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=50, help="measured questions per collection and phase")
     parser.add_argument("--seed", type=int, default=39)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep-database", metavar="NAME",
+                        help="load into this database and keep it; a later run with the same NAME and sizes "
+                             "skips the load (28 minutes for 100k chunks on a busy 2-core machine) and measures again")
     a = parser.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
     if sum(sizes) % 1000:
         parser.error("the sizes must add up to a multiple of 1000 (the text generator's unit)")
-    print(write_json(a.out, run(a.dsn, sizes, a.queries, a.seed)))
+    print(write_json(a.out, run(a.dsn, sizes, a.queries, a.seed, a.keep_database)))
     return 0
 
 

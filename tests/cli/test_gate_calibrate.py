@@ -81,6 +81,7 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
     assert len(loads) == 1
     assert "gate calibrate: searched" in printed.err  # progress lines, stderr not a terminal here
     assert "answerable (source top 3)" in printed.out and "unanswerable" in printed.out
+    assert "gate in use" in printed.out  # e5 ships a fitted gate: the new one is printed beside it
     values = yaml.safe_load(out.read_text(encoding="utf-8"))
     doc = values["openwebui"]["gate"]["calibration"]
     assert doc == json.loads(js.read_text(encoding="utf-8"))  # the YAML holds exactly the JSON document
@@ -91,6 +92,7 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
     assert test["answerable"]["evidence"]["n"] >= 20 and test["unanswerable"]["evidence"]["n"] >= 20
     assert test["answerable"]["evidence"]["refuse"] <= 0.2
     assert test["unanswerable"]["evidence"]["refuse"] >= 0.5
+    assert test["answerable"]["now"]["n"] == test["answerable"]["evidence"]["n"]
 
     # The chart puts the values file, as written, into Open WebUI's environment, where the gate reads it.
     env = one(render(values), "ConfigMap", "-openwebui-env")["data"]

@@ -9,7 +9,8 @@ evidence features and its label:
                 gate; neither fitted on nor counted in the answerable rates (its count and outcomes are printed)
   unanswerable  a question the collections do not answer: a negative
 Rows are split by a hash of their id (fit / dev / test, `evidence_fit.side_of`): the model is fitted on fit,
-its thresholds chosen on dev, its rates measured on test, beside the rank rule's on the same searches.
+its thresholds chosen on dev, its rates measured on test, beside the rank rule's on the same searches and,
+when one is in use for the model (shipped, or RAGFR_GATE_CALIBRATION), the fitted gate in use now.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Row:
     side: str
     features: dict[str, float]
     rank_rule: str  # the rank rule's outcome on the same search (answer | refuse)
+    now: str = ""  # the outcome of the fitted gate in use for the model before this calibration ("": none)
     top: list[str] = field(default_factory=list)  # the top passages' sources, for an operator reading misses
 
 
@@ -91,6 +93,7 @@ def search_all(conn: Any, collections: Sequence[str], embedder: Any, answerable:
 
     asks = [(q, "a") for q in answerable] + [(q, "u") for q in unanswerable]
     rank = GateConfig.for_scale("rrf")
+    model = str(getattr(embedder, "model_id", "") or "")
     rows = []
     with Progress(len(asks), "gate calibrate: searched", every=max(1, len(asks) // 20), stream=progress,
                   unit="question") as bar:
@@ -100,9 +103,12 @@ def search_all(conn: Any, collections: Sequence[str], embedder: Any, answerable:
                 kind = "answerable" if q.source is not None and holds(result.hits, q.source) else "miss"
             else:
                 kind = "unanswerable"
+            now = assess(result.hits, rank, evidence=result.evidence,
+                         embedding_model=result.settings.get("embedding_model") or model or None)
             rows.append(Row(q.qid, kind, evidence_fit.side_of(f"{group}:{q.qid}", dev_share, test_share),
                             dict(result.evidence or {}), assess(result.hits, rank).outcome.value,
-                            sorted(sources_of(result.hits[0]) - {result.hits[0].id}) if result.hits else []))
+                            now=now.outcome.value if now.rule == "evidence" else "",
+                            top=sorted(sources_of(result.hits[0]) - {result.hits[0].id}) if result.hits else []))
             bar.update(1)
     return rows
 
@@ -133,7 +139,9 @@ def fit_rows(rows: Sequence[Row], embedding_model: str, *, c: float = 1.0,
         "rows": {s: {k: sum(r.kind == k for r in rs) for k in ("answerable", "miss", "unanswerable")}
                  for s, rs in side.items()},
         "test": {k: {"evidence": evidence_fit.shares([gate.decide(r.features)[0] for r in test if r.kind == k]),
-                     "rank": evidence_fit.shares([r.rank_rule for r in test if r.kind == k])}
+                     "rank": evidence_fit.shares([r.rank_rule for r in test if r.kind == k]),
+                     **({"now": evidence_fit.shares([r.now for r in test if r.kind == k])}
+                        if test and all(r.now for r in test) else {})}
                  for k in ("answerable", "unanswerable", "miss")},
         "auc_test": evidence_fit.auc([pi for r, pi in zip(test, p["test"], strict=True) if r.kind == "answerable"],
                                      [pi for r, pi in zip(test, p["test"], strict=True) if r.kind == "unanswerable"]),
@@ -145,14 +153,21 @@ def fit_rows(rows: Sequence[Row], embedding_model: str, *, c: float = 1.0,
 
 
 def table(report: Mapping[str, Any]) -> Iterator[str]:
-    """The held-out rates, one line per kind: the fitted gate beside the rank rule."""
-    yield f"{'held-out questions':<26} {'n':>5}   fitted gate: answer / caution / refuse   rank rule: answer / refuse"
+    """The held-out rates, one line per kind: the fitted gate beside the rank rule (and the fitted gate in use
+    before, when there was one)."""
+    now = "now" in report["test"]["answerable"]
+    yield (f"{'held-out questions':<26} {'n':>5}   fitted gate: answer / caution / refuse   rank rule: answer / refuse"
+           + ("   gate in use: answer / caution / refuse" if now else ""))
     labels = {"answerable": "answerable (source top 3)", "unanswerable": "unanswerable",
               "miss": "miss (source not top 3)"}
     for kind, label in labels.items():
         e, r = report["test"][kind]["evidence"], report["test"][kind]["rank"]
-        yield (f"{label:<26} {e['n']:>5}   {e['answer']:>7.1%} / {e['caution']:>7.1%} / {e['refuse']:>7.1%}"
-               f"          {r['answer']:>7.1%} / {r['refuse']:>7.1%}")
+        line = (f"{label:<26} {e['n']:>5}   {e['answer']:>7.1%} / {e['caution']:>7.1%} / {e['refuse']:>7.1%}"
+                f"          {r['answer']:>7.1%} / {r['refuse']:>7.1%}")
+        if now:
+            u = report["test"][kind]["now"]
+            line += f"           {u['answer']:>7.1%} / {u['caution']:>7.1%} / {u['refuse']:>7.1%}"
+        yield line
 
 
 def _scalar(value: Any) -> str:

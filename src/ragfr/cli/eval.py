@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 from ragfr.cli.common import add_dsn, require_dsn
+from ragfr.eval import ragfr_configs
 from ragfr.eval.configs import DEFAULT_DEPTH
 from ragfr.eval.registry import config_names
 from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL
 
 # Only ragfr's own configurations are gated: the Open WebUI baselines are context, not our product.
-DEFAULT_GATED = ("ragfr-lexical", "ragfr-vector", "ragfr-hybrid")
-RERANK_CONFIG = "ragfr-hybrid-rerank"  # the one configuration --reranker applies to
+DEFAULT_GATED = ragfr_configs.GATED  # ragfr-lexical, ragfr-vector, ragfr-hybrid
+RERANK_CONFIG = ragfr_configs.RERANK  # the one configuration --reranker applies to
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,10 +31,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Configurations (default: all; unavailable ones are reported as skipped, with the reason):\n"
             "  bm25-whitespace      stock Open WebUI legacy keyword arm: rank_bm25 over text.split()\n"
             "  pg-simple-and        stock Open WebUI native keyword arm: 'simple' AND tsquery + ts_rank_cd\n"
-            "  ragfr-lexical        ragfr French BM25 arm          } all four call\n"
-            "  ragfr-vector         ragfr HNSW vector arm          } ragfr.retrieval.hybrid.search\n"
-            "  ragfr-hybrid         ragfr RRF of both arms         } with different\n"
-            "  ragfr-hybrid-rerank  ragfr hybrid + cross-encoder   } arm switches (model: --reranker)\n"
+            + "".join(f"  {spec.name:<20} {spec.description}\n" for spec in ragfr_configs.SPECS) +
+            "                       (the ragfr-* ones all call ragfr.retrieval.hybrid.search with different arm\n"
+            "                       switches; the cross-encoder's model: --reranker)\n"
             "  owui-native          Open WebUI 0.12.4's own PgvectorClient.hybrid_search (needs .venv-owui)\n\n"
             "DIR uses the BEIR layout: corpus.jsonl (_id, title, text[, metadata]), queries.jsonl (_id, text\n"
             "[, filters, tags]), qrels/test.tsv (query-id, corpus-id, score). The database's embedding space\n"

@@ -8,6 +8,8 @@ from typing import Any
 
 from ragfr.cli.common import add_dsn, ef_search_arg, require_dsn
 from ragfr.filters.grammar import GRAMMAR
+from ragfr.retrieval import arms
+from ragfr.retrieval.arms import BUILTIN
 from ragfr.retrieval.rerank import ENV_VAR, FRENCH_MODEL
 
 EPILOG = """\
@@ -64,8 +66,8 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ef-search", type=ef_search_arg, default=None, metavar="N|auto",
                    help="hnsw.ef_search, 1-1000 (default auto: 100 up to 300k chunks in the graph, 200 above, "
                         "from the recall benchmark; the value used is printed with the results)")
-    p.add_argument("--lexical-only", action="store_true", help="only the French BM25 arm")
-    p.add_argument("--semantic-only", action="store_true", help="only the vector arm")
+    for arm in BUILTIN:  # --lexical-only, --semantic-only
+        p.add_argument(f"--{arm.name}-only", action="store_true", help=f"only the {arm.description} arm")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -88,8 +90,9 @@ def run_search(args: argparse.Namespace) -> Any:
     from ragfr.retrieval.hybrid import search
     from ragfr.retrieval.rerank import load_reranker, require_reranker_files, resolve_model
 
-    if args.lexical_only and args.semantic_only:
-        raise ConfigError("--lexical-only and --semantic-only exclude each other")
+    chosen = [arm for arm in BUILTIN if getattr(args, f"{arm.name}_only")]
+    if len(chosen) > 1:
+        raise ConfigError(f"{' and '.join(f'--{arm.name}-only' for arm in chosen)} exclude each other")
     if args.embedder is not None:
         parse_spec(args.embedder)  # "" is refused, never read as "the default"
     conditions = [parse_condition(f) for f in args.filter]
@@ -100,11 +103,10 @@ def run_search(args: argparse.Namespace) -> Any:
     k = args.k if args.k is not None else (3 if rerank else 10)
     changes: dict[str, Any] = {
         "k": k, "rerank": rerank, "rerank_keep": k, "rerank_top_n": max(args.rerank_candidates, k),
-        "lexical": not args.semantic_only, "semantic": not args.lexical_only,
     }
     if args.ef_search is not None:
         changes["ef_search"] = args.ef_search
-    config = SearchConfig().with_(**changes)
+    config = arms.only(SearchConfig().with_(**changes), chosen or BUILTIN)
     reranker = None
     if rerank:
         model = resolve_model(args.reranker)
@@ -113,7 +115,7 @@ def run_search(args: argparse.Namespace) -> Any:
     with connect(require_dsn(args)) as conn:
         require_collections(conn, args.collection)
         embedder = None
-        if config.semantic:
+        if arms.reads(config, arms.VECTOR):
             embedder = load_embedder(args.embedder if args.embedder is not None else read_space(conn).model)
         return search(conn, args.query, collections=args.collection, conditions=conditions, embedder=embedder,
                       config=config, reranker=reranker)
@@ -127,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if not result.hits:
         print("no result")
     for i, h in enumerate(result.hits, 1):
-        short = {"lexical": "lex", "semantic": "sem"}
+        short = {arm.name: arm.short for arm in BUILTIN}
         ranks = " ".join(f"{short.get(arm, arm)}={h.ranks.get(arm) or '-'}" for arm in h.arm_names())
         ranks += f" rrf={h.rrf_score:.5f}"
         if h.rerank_score is not None:

@@ -1,5 +1,6 @@
 """The ragfr configurations: each one calls THE retrieval implementation, `ragfr.retrieval.hybrid.search`,
-with only its arm switches changed. Nothing here ranks, fuses or reranks on its own."""
+with only its arm switches changed (ragfr.retrieval.arms: one configuration per arm, then all of them).
+Nothing here ranks, fuses or reranks on its own."""
 
 from __future__ import annotations
 
@@ -11,23 +12,34 @@ from ragfr.eval.beir import Query
 from ragfr.eval.configs import ConfigSpec, EvalContext, Ranker
 from ragfr.filters.grammar import from_mapping
 from ragfr.retrieval import hybrid
+from ragfr.retrieval.arms import BUILTIN, Arm, only
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.rerank import Reranker, load_reranker, require_reranker_files, resolve_model
 
 
 @dataclass(frozen=True)
 class Arms:
-    lexical: bool
-    semantic: bool
+    on: tuple[Arm, ...]  # the arms switched on, the others off
     rerank: bool
 
 
+HYBRID = "ragfr-hybrid"
+RERANK = "ragfr-hybrid-rerank"
+
+
+def alone(arm: Arm) -> str:
+    return f"ragfr-{arm.metric_label}"
+
+
+# One configuration per arm alone, `ragfr-<its label>` (ragfr-lexical, ragfr-vector), then all of them fused,
+# then fused and reranked.
 ARMS = {
-    "ragfr-lexical": Arms(lexical=True, semantic=False, rerank=False),
-    "ragfr-vector": Arms(lexical=False, semantic=True, rerank=False),
-    "ragfr-hybrid": Arms(lexical=True, semantic=True, rerank=False),
-    "ragfr-hybrid-rerank": Arms(lexical=True, semantic=True, rerank=True),
+    **{alone(arm): Arms((arm,), rerank=False) for arm in BUILTIN},
+    HYBRID: Arms(BUILTIN, rerank=False),
+    RERANK: Arms(BUILTIN, rerank=True),
 }
+# What `ragfr eval --update-baseline` records by default: ragfr's own configurations without the reranker.
+GATED = tuple(name for name, arms in ARMS.items() if not arms.rerank)
 
 
 def search_config(arms: Arms, depth: int) -> SearchConfig:
@@ -35,9 +47,8 @@ def search_config(arms: Arms, depth: int) -> SearchConfig:
     chunks deep (production: 50 per arm, 10 hits) so that recall@50/100 can be measured; RRF over deeper
     arms can only add candidates below the ones production sees, so the top ranks are production's."""
     base = SearchConfig()
-    return base.with_(lexical=arms.lexical, semantic=arms.semantic, rerank=arms.rerank, k=depth,
-                      lexical_depth=max(depth, base.lexical_depth), semantic_depth=max(depth, base.semantic_depth),
-                      rerank_keep=depth if arms.rerank else base.rerank_keep)
+    return only(base, arms.on, depth_at_least=depth).with_(
+        rerank=arms.rerank, k=depth, rerank_keep=depth if arms.rerank else base.rerank_keep)
 
 
 class RagfrRanker:
@@ -76,8 +87,7 @@ def _factory(name: str) -> Callable[[EvalContext], Ranker | str]:
 
 
 SPECS = [
-    ConfigSpec("ragfr-lexical", "ragfr French BM25 arm alone", _factory("ragfr-lexical")),
-    ConfigSpec("ragfr-vector", "ragfr HNSW vector arm alone", _factory("ragfr-vector")),
-    ConfigSpec("ragfr-hybrid", "ragfr French BM25 + vector, RRF", _factory("ragfr-hybrid")),
-    ConfigSpec("ragfr-hybrid-rerank", "ragfr hybrid + cross-encoder rerank", _factory("ragfr-hybrid-rerank")),
+    *(ConfigSpec(alone(arm), f"ragfr {arm.description} arm alone", _factory(alone(arm))) for arm in BUILTIN),
+    ConfigSpec(HYBRID, f"ragfr {' + '.join(arm.description for arm in BUILTIN)}, RRF", _factory(HYBRID)),
+    ConfigSpec(RERANK, "ragfr hybrid + cross-encoder rerank", _factory(RERANK)),
 ]

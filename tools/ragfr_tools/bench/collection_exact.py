@@ -7,7 +7,7 @@ at 1024 dims, in a database that holds other collections beside it.
 Synthetic low-rank vectors (ragfr_tools.bench.corpus.Geometry.LOWRANK's recipe; no 1024-dim model runs
 here): the exact scan's cost does not depend on the geometry, the walk's recall does. Each collection is
 searched with the same queries twice, and the second, warm pass is reported, p50 / p95 of the arm alone
-(`SearchResult.timings_ms["semantic"]`), on the full-precision column the exact scan reads and the
+(`SearchResult.timings_ms` of the vector arm), on the full-precision column the exact scan reads and the
 half-precision graph the walk uses (the chart's default index).
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ragfr.retrieval.arms import SEMANTIC
 from ragfr.retrieval.config import COLLECTION_EXACT_ROWS, SearchConfig
 from ragfr.retrieval.hybrid import search
 from ragfr.vector_index.upgrade import migrate
@@ -81,9 +82,9 @@ def run(dsn: str, sizes: list[int], others: int, queries: int, seed: int) -> dic
                         for q in qs:
                             r = search(conn, "q", collections=[f"kb{n}"], query_vector=q.tolist(), config=config)
                             if warm:
-                                ms.append(r.timings_ms["semantic"])
-                    scope = r.arms["semantic"].scope
-                    results.append({"rows": n, "mode": mode, "scope": scope, "semantic_ms": summarize(ms)})
+                                ms.append(r.timings_ms[SEMANTIC.name])
+                    scope = r.arms[SEMANTIC.name].scope
+                    results.append({"rows": n, "mode": mode, "scope": scope, f"{SEMANTIC.name}_ms": summarize(ms)})
                     say(f"collection-exact: {n} rows {mode} ({scope}): p50 {summarize(ms)['p50']} ms")
     return {"benchmark": "collection-exact", "dims": DIMS, "others": others, "queries": queries, "seed": seed,
             "collection_exact_rows": COLLECTION_EXACT_ROWS, "machine": machine(), "load_average": load_average(),

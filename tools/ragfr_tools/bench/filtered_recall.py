@@ -18,6 +18,7 @@ import psycopg
 
 from ragfr.filters.grammar import Condition
 from ragfr.retrieval import hybrid
+from ragfr.retrieval.arms import SEMANTIC
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench.corpus import COLLECTION
 from ragfr_tools.bench.queries import QuerySet
@@ -50,7 +51,7 @@ def run(dsn: str, queries: QuerySet, classes: list[str], k: int = K) -> dict[str
                 result = hybrid.search(conn, text, collections=[COLLECTION], conditions=conditions,
                                        query_vector=[float(x) for x in vector], config=config)
                 ms.append((time.perf_counter() - t) * 1000)
-                arm = result.arms["semantic"]
+                arm = result.arms[SEMANTIC.name]
                 strategies.add(arm.strategy)
                 graphs.add(arm.filter_index or ("shared" if arm.scope == "shared graph" else str(arm.scope)))
                 got = {h.id for h in result.hits[:k]}

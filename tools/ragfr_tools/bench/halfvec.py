@@ -31,6 +31,7 @@ import psycopg
 from tqdm import tqdm
 
 from ragfr.retrieval import hybrid
+from ragfr.retrieval.arms import SEMANTIC
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import store
 from ragfr_tools.bench.corpus import COLLECTION, CorpusSpec, Geometry, read_piaf
@@ -170,7 +171,7 @@ def _recall(dsn: str, queries: Any, ef_values: list[int], dims: int) -> dict[str
                                        query_vector=[float(x) for x in queries.vectors[i]], config=config)
                 product_ms[ef].append((time.perf_counter() - t) * 1000)
                 product[ef].append(len(truth & {h.id for h in result.hits}) / K)
-                product_index[ef].add(f"{result.settings['vector_index']}/{result.arms['semantic'].strategy}")
+                product_index[ef].add(f"{result.settings['vector_index']}/{result.arms[SEMANTIC.name].strategy}")
     out: dict[str, Any] = {"queries": len(queries), "load_average_before": load_before,
                            "load_average_after": load_average(), "exact_ms": summarize(exact_ms),
                            "plans_use_the_index": plans, "by_ef_search": {}}

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from ragfr.filters.grammar import Condition
 from ragfr.retrieval import hybrid
+from ragfr.retrieval.arms import BUILTIN, LEXICAL, SEMANTIC, only
 from ragfr.retrieval.config import SearchConfig
 from ragfr_tools.bench import owui
 from ragfr_tools.bench.corpus import COLLECTION, SEL_CLASSES
@@ -58,11 +59,11 @@ def ragfr_cases(k: int = K, ef_search: int | None = None) -> list[RagfrCase]:
     if ef_search is not None:
         base = base.with_(ef_search=ef_search)
     cases = [
-        RagfrCase("ragfr lexical arm (BM25, OR)", base.with_(semantic=False)),
-        RagfrCase("ragfr vector arm (HNSW)", base.with_(lexical=False)),
+        RagfrCase("ragfr lexical arm (BM25, OR)", only(base, [LEXICAL])),
+        RagfrCase("ragfr vector arm (HNSW)", only(base, [SEMANTIC])),
         RagfrCase("ragfr hybrid (no rerank)", base),
         RagfrCase("ragfr hybrid, arms one after the other (one connection)", base, parallel=False),
-        RagfrCase("what-if: ragfr vector arm, HNSW forced", base.with_(lexical=False), force_hnsw=True),
+        RagfrCase("what-if: ragfr vector arm, HNSW forced", only(base, [SEMANTIC]), force_hnsw=True),
     ]
     cases += [RagfrCase(f"ragfr hybrid, filter sel={name} ({frac * 100:g} %)", base, name)
               for name, frac in sorted(SEL_CLASSES.items(), key=lambda kv: kv[1])]
@@ -127,14 +128,16 @@ def _ragfr_runner(
                                    query_vector=[float(x) for x in queries.vectors[i]], config=case.config,
                                    lexical_conn=lexical_conn)
         ms = (time.perf_counter() - t) * 1000
+        vector = result.arms.get(SEMANTIC.name)  # how the vector arm walked (or scanned)
         return {
             "ms": ms, "hits": len(result.hits), "underfilled": result.underfilled,
-            "lexical_ms": result.timings_ms.get("lexical"), "semantic_ms": result.timings_ms.get("semantic"),
-            "lexical_returned": result.arms["lexical"].returned if "lexical" in result.arms else None,
-            "strategy": result.arms["semantic"].strategy if "semantic" in result.arms else None,
-            "iterative_scan": result.arms["semantic"].iterative_scan if "semantic" in result.arms else None,
-            "filter_index": result.arms["semantic"].filter_index if "semantic" in result.arms else None,
-            "scope": result.arms["semantic"].scope if "semantic" in result.arms else None,
+            **{f"{arm.name}_ms": result.timings_ms.get(arm.name) for arm in BUILTIN},
+            **{f"{arm.name}_returned": report.returned
+               for arm in BUILTIN if (report := result.arms.get(arm.name)) is not None},
+            "strategy": vector.strategy if vector else None,
+            "iterative_scan": vector.iterative_scan if vector else None,
+            "filter_index": vector.filter_index if vector else None,
+            "scope": vector.scope if vector else None,
             "ef_search": result.settings.get("ef_search"),
             "off_filter": sum(1 for h in result.hits if case.sel and h.metadata.get("sel") != case.sel),
         }
@@ -156,15 +159,15 @@ def _owui_runner(conn: psycopg.Connection[Any], queries: QuerySet, k: int) -> Ca
 
 def _ragfr_summary(rows: list[dict[str, Any]], case: RagfrCase, class_sizes: dict[str, int], k: int) -> dict[str, Any]:
     out: dict[str, Any] = {"latency_ms": summarize([r["ms"] for r in rows])}
-    for arm in ("lexical_ms", "semantic_ms"):
-        values = [r[arm] for r in rows if r[arm] is not None]
+    for arm in BUILTIN:
+        values = [r[f"{arm.name}_ms"] for r in rows if r[f"{arm.name}_ms"] is not None]
         if values:
-            out[f"{arm[:-3]}_arm_ms"] = summarize(values)
+            out[f"{arm.name}_arm_ms"] = summarize(values)
     out["returned_k"] = sum(1 for r in rows if r["hits"] == k)
     out["mean_hits"] = round(sum(r["hits"] for r in rows) / max(len(rows), 1), 2)
     out["underfilled"] = sum(1 for r in rows if r["underfilled"])
-    if case.config.lexical:
-        out["lexical_zero_hits"] = sum(1 for r in rows if r["lexical_returned"] == 0)
+    if LEXICAL.enabled(case.config):
+        out[f"{LEXICAL.name}_zero_hits"] = sum(1 for r in rows if r.get(f"{LEXICAL.name}_returned") == 0)
     strategies = sorted({r["strategy"] for r in rows if r["strategy"]})
     if strategies:
         out["vector_strategy"] = strategies

@@ -19,6 +19,7 @@ import numpy as np
 import psycopg
 
 from ragfr.filters.grammar import Condition
+from ragfr.retrieval.arms import LEXICAL, VECTOR, only, reads
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.hybrid import search
 from ragfr_tools.repo import PIAF_JSON
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             noise = rng.normal(size=len(v))
             x = np.array(v) + 0.75 * noise / np.linalg.norm(noise)
             vectors.append((x / np.linalg.norm(x)).tolist())
-        cases = {"lexical": (SearchConfig(semantic=False, rerank=False), None),
+        cases = {LEXICAL.name: (only(SearchConfig(rerank=False), [LEXICAL]), None),
                  "hybrid, one connection": (SearchConfig(rerank=False), None),
                  "hybrid, two connections": (SearchConfig(rerank=False), second)}
         for name, (config, lexical_conn) in cases.items():
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 for question, vector in zip(questions, vectors, strict=False):
                     t0 = time.perf_counter()
                     result = search(conn, question, collections=[collection[0]], conditions=conditions,
-                                    query_vector=vector if config.semantic else None, config=config,
+                                    query_vector=vector if reads(config, VECTOR) else None, config=config,
                                     lexical_conn=lexical_conn)
                     times.append((time.perf_counter() - t0) * 1000)
                     full += len(result.hits) == config.k

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragfr.retrieval.arms import BUILTIN
+
 
 def _lat(s: dict[str, Any]) -> str:
     return f"{s['p50']:.1f} / {s['p95']:.1f} / {s['mean']:.1f}" if s.get("n") else "n/a"
@@ -33,8 +35,8 @@ def latency_table(sizes: dict[str, Any]) -> str:
 def arms_table(sizes: dict[str, Any]) -> str:
     lines = ["| inside the call | " + " | ".join(f"{_rows(int(n))}: p50 / p95 ms" for n in sizes) + " |",
              "|---|" + "---|" * len(sizes)]
-    probes = [("ragfr hybrid (no rerank)", "lexical_arm_ms", "ragfr hybrid: lexical arm (BM25)"),
-              ("ragfr hybrid (no rerank)", "semantic_arm_ms", "ragfr hybrid: vector arm"),
+    probes = [*(("ragfr hybrid (no rerank)", f"{arm.name}_arm_ms", f"ragfr hybrid: {arm.description} arm")
+                for arm in BUILTIN),
               ("owui native hybrid", "keyword_arm_ms", "Open WebUI native: keyword arm"),
               ("owui native hybrid", "vector_arm_ms", "Open WebUI native: vector arm")]
     for case, key, label in probes:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragfr.retrieval.arms import BUILTIN
 from ragfr_tools.bench.report import declared_lines, filtered_recall_table, recall_table
 from ragfr_tools.bench.sizes import mib
 
@@ -69,8 +70,8 @@ def latency_table(n: str, s: dict[str, Any]) -> str:
         cells = [_pp(runs[sb][state]["cases"][case]["latency_ms"]) for sb, state in columns]
         got = f"{first['cases'][case]['returned_k']}/{first['queries']}"
         lines.append(f"| {case} | " + " | ".join(cells) + f" | {got} |")
-    for case, key, label in (("ragfr hybrid (no rerank)", "lexical_arm_ms", "inside hybrid: lexical arm"),
-                             ("ragfr hybrid (no rerank)", "semantic_arm_ms", "inside hybrid: vector arm")):
+    for case, key, label in (("ragfr hybrid (no rerank)", f"{arm.name}_arm_ms", f"inside hybrid: {arm.description} arm")
+                             for arm in BUILTIN):
         cells = [_pp(runs[sb][state]["cases"][case].get(key)) for sb, state in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " | |")
     resident = []

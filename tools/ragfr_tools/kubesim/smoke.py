@@ -41,6 +41,8 @@ from typing import Any
 import yaml
 
 from ragfr.owui.runtime.chat_gate import REFUSAL
+from ragfr.retrieval import passage_keys as keys
+from ragfr.retrieval.arms import BUILTIN, LEXICAL
 from ragfr_tools import fixtures
 from ragfr_tools import owui_client as client
 from ragfr_tools.devserver.server import store_tar
@@ -299,12 +301,13 @@ def analyst(url: str, double: str, owui_logs: Callable[[], str], scale: str = "r
         raise SmokeFailure(f"Open WebUI API: {exc}\nlast lines:\n{owui_logs()[-3000:]}") from exc
     got = client.passages(reply)
     theft = [m for d, m in got if fixtures.THEFT_SENTENCE in d]
-    shown = "; ".join(f"rank {m.get('ragfr_rank')} (lexical {m.get('ragfr_lexical_rank')}, semantic "
-                      f"{m.get('ragfr_semantic_rank')}): {d[:60]!r}" for d, m in got)
+    shown = "; ".join(f"rank {m.get(keys.RANK)} ("
+                      + ", ".join(f"{arm.name} {m.get(keys.arm_rank(arm.name))}" for arm in BUILTIN)
+                      + f"): {d[:60]!r}" for d, m in got)
     problems = []
     if not theft:
         problems.append(f"the theft article is not among the passages of {fixtures.ANSWERABLE!r}: {shown}")
-    elif not (all(isinstance(theft[0].get(k), int) for k in ("ragfr_rank", "ragfr_lexical_rank"))
+    elif not (all(isinstance(theft[0].get(k), int) for k in (keys.RANK, keys.arm_rank(LEXICAL.name)))
               and theft[0].get("ragfr_chunk_id") and theft[0].get("ragfr_gate") == "answer"):
         problems.append(f"the passage has no ragfr ranks or gate decision (is the patch's retrieval running?): "
                         f"{theft[0]}")

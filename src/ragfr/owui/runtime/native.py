@@ -33,15 +33,17 @@ from ragfr.filters.grammar import from_mapping
 from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
 from ragfr.retrieval import passage_keys as keys
+from ragfr.retrieval.arms import BUILTIN, TERMS, VECTOR, only, reads
 from ragfr.retrieval.config import SearchConfig, parse_ef_search
 from ragfr.retrieval.hybrid import SearchTimeoutError
 from ragfr.retrieval.types import SearchResult
 
 log = logging.getLogger("ragfr.owui")
 
-# Bounded connections: per Open WebUI worker process, one pool for the vector arm (and the rest of the
-# search) and one for the lexical arm, each at most POOL_SIZE connections. A search takes a "main"
-# connection, then a "lexical" one, always in that order, so two searches can never wait on each other.
+# Bounded connections: per Open WebUI worker process, one pool for the search's first connection (the arms
+# on it, the rest of the search) and one for its second (the arms that run aside, Arm.aside), each at most
+# POOL_SIZE connections. A search takes a "main" connection, then an "aside" one, always in that order, so
+# two searches can never wait on each other.
 # Open WebUI runs searches in asyncio.to_thread workers (up to ~40 threads): without a bound each thread
 # kept its own two connections, 40-64 per replica against the server's max_connections of 100.
 POOL_SIZE = int(os.environ.get("RAGFR_OWUI_POOL_SIZE", "4"))
@@ -82,22 +84,16 @@ def pool(dsn: str, role: str) -> ConnectionPool:
 
 
 def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> SearchConfig:
+    """Open WebUI's weight picks the arms by what they read: 1.0 keywords only (the arms reading the terms),
+    0.0 the vector only (the arms reading the vector, when Open WebUI sent one); between the two, every arm."""
     k = max(1, int(limit))
-    lexical = hybrid_bm25_weight > 0
-    semantic = has_vector and hybrid_bm25_weight < 1
-    if not (lexical or semantic):
-        lexical = True  # weight 0 but no vector: the lexical arm is all there is
-    base = SearchConfig()
-    return base.with_(
-        k=k,
-        lexical=lexical,
-        semantic=semantic,
-        lexical_depth=max(base.lexical_depth, k),
-        semantic_depth=max(base.semantic_depth, k),
-        rerank=False,
-        statement_timeout_ms=STATEMENT_TIMEOUT_MS,
-        ef_search=EF_SEARCH,
-    )
+    on = [arm for arm in BUILTIN
+          if (arm.reads != VECTOR or (has_vector and hybrid_bm25_weight < 1))
+          and (arm.reads != TERMS or hybrid_bm25_weight > 0)]
+    if not on:
+        on = [arm for arm in BUILTIN if arm.reads == TERMS]  # weight 0 but no vector: the terms are all there is
+    base = SearchConfig().with_(k=k, rerank=False, statement_timeout_ms=STATEMENT_TIMEOUT_MS, ef_search=EF_SEARCH)
+    return only(base, on, depth_at_least=k)
 
 
 def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
@@ -140,7 +136,7 @@ def to_owui(results: list[SearchResult], result_type: Any) -> Any:
 
 def _search_all(
     conn: psycopg.Connection[Any],
-    lexical_conn: psycopg.Connection[Any],
+    second: psycopg.Connection[Any],
     *,
     collection_name: str,
     query: str,
@@ -159,9 +155,9 @@ def _search_all(
             query,
             collections=[collection_name],
             conditions=conditions,
-            query_vector=vector if config.semantic else None,
+            query_vector=vector if reads(config, VECTOR) else None,
             config=config,
-            lexical_conn=lexical_conn,
+            lexical_conn=second,
         )
         if result.underfilled:
             log.warning(
@@ -201,8 +197,8 @@ def hybrid_search(
             collection_name=collection_name, query=query, vectors=vectors or [], filter=filter,
             limit=limit, hybrid_bm25_weight=weight,
         )
-        with pool(dsn, "main").connection() as conn, pool(dsn, "lexical").connection() as lexical_conn:
-            results = _search_all(conn, lexical_conn, **args)
+        with pool(dsn, "main").connection() as conn, pool(dsn, "aside").connection() as second:
+            results = _search_all(conn, second, **args)
     except PoolTimeout as err:
         metrics.search_failed(timeout=True)  # never reached hybrid.search, which counts its own failures
         raise SearchUnavailable("busy", f"no database connection free within {POOL_WAIT_S:g} s: {err}") from err

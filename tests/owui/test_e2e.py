@@ -128,6 +128,8 @@ def test_metrics_endpoint_serves_well_formed_text_from_the_start(owui_server: Se
         assert ("ragfr_searches_total", (("outcome", outcome),)) in samples
     for check in ("model", "dimension"):
         assert ("ragfr_embedding_space_mismatches_total", (("check", check),)) in samples
+    for arm in ("lexical", "vector"):  # the built-in arms' metric labels, which dashboards and alerts name
+        assert ("ragfr_search_arm_duration_seconds_count", (("arm", arm),)) in samples
     assert ("ragfr_search_duration_seconds_bucket", (("le", "0.2"),)) in samples
     assert ("ragfr_search_underfilled_total", ()) in samples
     assert any(name.startswith("process_") for name, _ in samples)  # the process collector of the same registry

@@ -6,8 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from ragfr.db import ddl, names
-from ragfr.embmigrate import indexing
+from ragfr.embmigrate import columns, indexing, names
 from ragfr.errors import DatabaseError
 from ragfr.vector_index import shape
 from ragfr.vector_index.upgrade import migrate
@@ -16,7 +15,7 @@ from ragfr.vector_index.upgrade import migrate
 def _build_next(dsn: str) -> shape.Index:
     with psycopg.connect(dsn, autocommit=True) as conn:
         with conn.transaction():
-            ddl.add_next(conn, 384)
+            columns.add_next(conn, 384)
         live = shape.index(conn, names.INDEX)
         assert live is not None and live.column == names.VECTOR
         assert indexing.ensure_index(conn, live, names.INDEX_NEXT, names.VECTOR_NEXT, "64MB")

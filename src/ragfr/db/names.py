@@ -1,5 +1,7 @@
-"""Every identifier the migration touches, in one place: the swap renames them in pairs, so a typo in one
-module would silently break the symmetry the rollback relies on."""
+"""The names of the live schema objects that more than the embedding migration reads: the table, the live
+vector column and its index (the vector index, retrieval), the migration's state table (the open-migration
+clause) and the vector-index lock's key. The embedding migration's shadows and every pair it renames are
+ragfr.embmigrate.names."""
 
 from __future__ import annotations
 
@@ -12,23 +14,7 @@ VECTOR = "vector"
 MODEL = "embedding_model"
 INDEX = "idx_document_chunk_vector"
 
-# Shadow of the target space, before the switch.
-VECTOR_NEXT = "vector_next"
-MODEL_NEXT = "embedding_model_next"
-INDEX_NEXT = "idx_document_chunk_vector_next"
-TRIGGER_NEXT = "ragfr_embmig_guard_next"
-FUNCTION_NEXT = "ragfr_embmig_invalidate_next"
-
-# The old space after the switch, kept until finalize so that rollback is exact.
-VECTOR_PREV = "vector_prev"
-MODEL_PREV = "embedding_model_prev"
-INDEX_PREV = "idx_document_chunk_vector_prev"
-TRIGGER_PREV = "ragfr_embmig_guard_prev"
-FUNCTION_PREV = "ragfr_embmig_invalidate_prev"
-
-# Session advisory lock held by whichever `ragfr embeddings` command changes things ("embmig" in ASCII).
-# Distinct from `ragfr migrate`'s key so a schema upgrade and an embedding migration never wait on each other.
+# Session advisory lock held by whichever command changes the vector indexes (ragfr.vector_index.lock; "embmig"
+# in ASCII). Distinct from `ragfr migrate`'s key so a schema upgrade and an embedding migration never wait on
+# each other.
 LOCK_KEY = 0x65_6D62_6D69_67
-
-# The migration version that must be applied for this tool to run.
-SCHEMA_VERSION = 100

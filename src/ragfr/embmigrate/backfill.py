@@ -18,9 +18,8 @@ import psycopg
 from psycopg import sql
 
 from ragfr import stop
-from ragfr.db import names
 from ragfr.embed.errors import EmbedderError
-from ragfr.embmigrate import state
+from ragfr.embmigrate import names, state
 from ragfr.embmigrate.faults import kill_point
 from ragfr.progress import DEFAULT_EVERY, Progress
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import psycopg
 
-from ragfr.db import names
+from ragfr.embmigrate import names
 from ragfr.errors import DatabaseError
 from ragfr.vector_index.shape import column, index
 

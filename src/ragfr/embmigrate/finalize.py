@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import psycopg
 
-from ragfr.db import ddl, names
+from ragfr.db import ddl
 from ragfr.db.ddl import LockBudget
-from ragfr.embmigrate import catalog, state
+from ragfr.embmigrate import catalog, columns, names, state
 from ragfr.embmigrate.errors import MigrationStateError
 from ragfr.embmigrate.session import CMD, Say, open_connection, relabel
 from ragfr.embmigrate.state import Phase
@@ -34,7 +34,7 @@ def finalize(dsn: str, say: Say, budget: LockBudget | None = None) -> int:
             relabel(conn, current, current.from_model, current.to_model, say, f"{CMD} finalize")
 
             def work(c: psycopg.Connection) -> None:
-                ddl.drop_columns(c, names.TRIGGER_PREV, names.VECTOR_PREV, names.MODEL_PREV)
+                columns.drop_columns(c, names.TRIGGER_PREV, names.VECTOR_PREV, names.MODEL_PREV)
                 state.set_phase(c, current.id, Phase.FINALIZED)
 
             ddl.in_locked_transaction(conn, "finalize", work, budget)

@@ -30,8 +30,8 @@ import psycopg
 from psycopg import sql
 
 from ragfr import stop
-from ragfr.db import names
 from ragfr.embed import parse_spec
+from ragfr.embmigrate import names
 from ragfr.embmigrate.faults import kill_point
 
 # Rows per committed UPDATE: no model call per row, so larger than an embedding batch, still a short

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ragfr.db import names
 from ragfr.embed import parse_spec
 from ragfr.embed.space import read_space
-from ragfr.embmigrate import backfill, catalog, state
+from ragfr.embmigrate import backfill, catalog, names, state
 from ragfr.embmigrate.options import MigrateOptions, check_options
 from ragfr.embmigrate.preflight import open_elsewhere, preflight
 from ragfr.embmigrate.session import CMD, open_connection

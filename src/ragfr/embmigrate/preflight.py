@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
-from ragfr.db import names
-from ragfr.embmigrate import catalog, state
+from ragfr.embmigrate import catalog, names, state
 from ragfr.embmigrate.session import CMD
 from ragfr.embmigrate.state import Phase
 from ragfr.vector_index import shape

@@ -6,9 +6,9 @@ from __future__ import annotations
 import psycopg
 
 from ragfr import stop
-from ragfr.db import ddl, names
+from ragfr.db import ddl
 from ragfr.db.ddl import LockBudget
-from ragfr.embmigrate import backfill, catalog, state, swap, target, verify
+from ragfr.embmigrate import backfill, catalog, columns, names, state, swap, target, verify
 from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
@@ -66,7 +66,7 @@ def _drop_shadow(conn: psycopg.Connection, current: state.Migration, budget: Loc
     """Before the switch the live space was never touched: dropping the shadow column is the whole rollback."""
 
     def abort(c: psycopg.Connection) -> None:
-        ddl.drop_columns(c, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
+        columns.drop_columns(c, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
         state.set_phase(c, current.id, Phase.ROLLED_BACK)
         kill_point("rollback-drop-before-commit")
 

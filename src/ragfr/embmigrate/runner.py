@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import psycopg
 
 from ragfr import stop
-from ragfr.db import ddl, names
+from ragfr.db import ddl
 from ragfr.db.ddl import LockBudget
 from ragfr.embed import parse_spec
 from ragfr.embed.space import EmbeddingSpace, read_space
-from ragfr.embmigrate import backfill, catalog, indexing, state, swap, target, verify
+from ragfr.embmigrate import backfill, catalog, columns, indexing, names, state, swap, target, verify
 from ragfr.embmigrate.backfill import PassageEmbedder
 from ragfr.embmigrate.errors import MigrationStateError, VerificationError
 from ragfr.embmigrate.faults import kill_point
@@ -97,7 +97,7 @@ def _prepare(
 
     def work(c: psycopg.Connection) -> int:
         migration_id = state.create(c, space.model, space.dims, to_model, dims)
-        ddl.add_next(c, dims)
+        columns.add_next(c, dims)
         return migration_id
 
     migration_id = ddl.in_locked_transaction(conn, "prepare", work, budget)

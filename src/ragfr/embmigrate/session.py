@@ -8,9 +8,8 @@ from collections.abc import Callable
 import psycopg
 
 from ragfr import stop
-from ragfr.db import names
 from ragfr.db.connect import connect
-from ragfr.embmigrate import backfill, labels, state
+from ragfr.embmigrate import backfill, labels, names, state
 from ragfr.embmigrate.errors import MigrationStateError
 from ragfr.embmigrate.state import Phase
 from ragfr.vector_index import shape

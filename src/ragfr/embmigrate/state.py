@@ -14,13 +14,13 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ragfr.db import names
 from ragfr.db.phases import BEFORE_SWITCH as BEFORE_SWITCH
 from ragfr.db.phases import OPEN_MIGRATION
 from ragfr.db.phases import OPEN_PHASES as OPEN_PHASES
 from ragfr.db.phases import PHASES as PHASES
 from ragfr.db.phases import TRANSITIONS as TRANSITIONS
 from ragfr.db.phases import Phase as Phase
+from ragfr.embmigrate import names
 from ragfr.embmigrate.errors import MigrationStateError
 
 # Columns a move to the phase stamps with now().

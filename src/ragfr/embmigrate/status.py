@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ragfr.db import names
 from ragfr.embed.space import read_space
-from ragfr.embmigrate import backfill, catalog, state
+from ragfr.embmigrate import backfill, catalog, names, state
 from ragfr.embmigrate.session import CMD, open_connection
 from ragfr.embmigrate.state import Phase
 from ragfr.vector_index import lock as index_lock

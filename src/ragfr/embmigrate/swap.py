@@ -12,8 +12,8 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from ragfr.db import ddl, names
 from ragfr.db.approle import move_column_privileges
+from ragfr.embmigrate import columns, names
 from ragfr.vector_index import graphs
 
 
@@ -40,39 +40,39 @@ def _set_space(conn: psycopg.Connection, model: str, dims: int) -> None:
 
 def forward(conn: psycopg.Connection, *, to_model: str, to_dims: int, live_not_null: bool) -> None:
     """vector -> vector_prev, vector_next -> vector (columns, model columns, indexes), space -> new."""
-    ddl.rename_column(conn, names.VECTOR, names.VECTOR_PREV)
-    ddl.rename_column(conn, names.MODEL, names.MODEL_PREV)
-    ddl.rename_column(conn, names.VECTOR_NEXT, names.VECTOR)
-    ddl.rename_column(conn, names.MODEL_NEXT, names.MODEL)
+    columns.rename_column(conn, names.VECTOR, names.VECTOR_PREV)
+    columns.rename_column(conn, names.MODEL, names.MODEL_PREV)
+    columns.rename_column(conn, names.VECTOR_NEXT, names.VECTOR)
+    columns.rename_column(conn, names.MODEL_NEXT, names.MODEL)
     # Open WebUI's role may write the live vector column (ragfr.db.approle): that right follows the role.
     move_column_privileges(conn, names.TABLE, names.VECTOR_PREV, names.VECTOR)
-    ddl.rename_index(conn, names.INDEX, names.INDEX_PREV)
-    ddl.rename_index(conn, names.INDEX_NEXT, names.INDEX)
+    columns.rename_index(conn, names.INDEX, names.INDEX_PREV)
+    columns.rename_index(conn, names.INDEX_NEXT, names.INDEX)
     graphs.rename_suffix(conn, "", graphs.PREV)
     graphs.rename_suffix(conn, graphs.NEXT, "")
     if live_not_null:
         # The live column's constraint moves with the role, not the data: Open WebUI's new rows carry
         # no old-space vector, so the kept column must accept NULL.
-        ddl.set_not_null(conn, names.VECTOR, True)
-        ddl.set_not_null(conn, names.VECTOR_PREV, False)
-    ddl.drop_guard(conn, names.TRIGGER_NEXT)
-    ddl.create_guard(conn, names.TRIGGER_PREV, names.FUNCTION_PREV)
+        columns.set_not_null(conn, names.VECTOR, True)
+        columns.set_not_null(conn, names.VECTOR_PREV, False)
+    columns.drop_guard(conn, names.TRIGGER_NEXT)
+    columns.create_guard(conn, names.TRIGGER_PREV, names.FUNCTION_PREV)
     _set_space(conn, to_model, to_dims)
 
 
 def back(conn: psycopg.Connection, *, from_model: str, from_dims: int, live_not_null: bool) -> None:
     """Undo `forward` and drop the new space: the original column, index and space row are live again."""
-    ddl.rename_column(conn, names.VECTOR, names.VECTOR_NEXT)
-    ddl.rename_column(conn, names.MODEL, names.MODEL_NEXT)
-    ddl.rename_index(conn, names.INDEX, names.INDEX_NEXT)
-    ddl.rename_column(conn, names.VECTOR_PREV, names.VECTOR)
-    ddl.rename_column(conn, names.MODEL_PREV, names.MODEL)
+    columns.rename_column(conn, names.VECTOR, names.VECTOR_NEXT)
+    columns.rename_column(conn, names.MODEL, names.MODEL_NEXT)
+    columns.rename_index(conn, names.INDEX, names.INDEX_NEXT)
+    columns.rename_column(conn, names.VECTOR_PREV, names.VECTOR)
+    columns.rename_column(conn, names.MODEL_PREV, names.MODEL)
     move_column_privileges(conn, names.TABLE, names.VECTOR_NEXT, names.VECTOR)
-    ddl.rename_index(conn, names.INDEX_PREV, names.INDEX)
+    columns.rename_index(conn, names.INDEX_PREV, names.INDEX)
     graphs.rename_suffix(conn, "", graphs.NEXT)
     graphs.rename_suffix(conn, graphs.PREV, "")
     if live_not_null:
-        ddl.set_not_null(conn, names.VECTOR, True)
-    ddl.drop_guard(conn, names.TRIGGER_PREV)
-    ddl.drop_columns(conn, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
+        columns.set_not_null(conn, names.VECTOR, True)
+    columns.drop_guard(conn, names.TRIGGER_PREV)
+    columns.drop_columns(conn, names.TRIGGER_NEXT, names.VECTOR_NEXT, names.MODEL_NEXT)
     _set_space(conn, from_model, from_dims)

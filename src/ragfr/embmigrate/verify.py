@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ragfr.db import names
+from ragfr.embmigrate import names
 from ragfr.embmigrate.errors import VerificationError
 from ragfr.vector_index import precision as vector_precision
 from ragfr.vector_index import shape

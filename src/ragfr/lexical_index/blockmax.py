@@ -15,7 +15,7 @@ The search, in docno space:
    cannot: their bound is below theta. The final walk runs over every exact score >= theta.
 
 The result is the same top `depth` (scores, ids and order, ties by chunk id) as scoring every posting;
-tests/retrieval/test_lexical_blocks.py checks it against the tsvector scoring on the golden set, the PIAF
+tests/lexical_index/test_scan.py checks it against the tsvector scoring on the golden set, the PIAF
 subset and adversarial cases. Scores are computed with the same float64 operations, in the same order,
 as the SQL of the filter-first path.
 """

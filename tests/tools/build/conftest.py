@@ -49,7 +49,15 @@ def cluster_factory() -> Iterator[Callable[..., Cluster]]:
         return cluster
 
     yield make
+    # A cluster that would not stop keeps its state dir: deleting it under a running server leaves a postmaster
+    # nobody can stop with pg.sh any more. The test then errors, naming it.
+    kept: list[str] = []
     for c in started:
-        c.stop()
+        proc = c.stop()
+        if proc.returncode != 0:
+            kept.append(f"{c.state}: {proc.stderr.strip()[-500:]}")
     for d in dirs:
-        shutil.rmtree(d, ignore_errors=True)
+        if not any(k.startswith(str(d)) for k in kept):
+            shutil.rmtree(d, ignore_errors=True)
+    if kept:
+        pytest.fail("pg.sh stop failed; state kept for a look:\n" + "\n".join(kept))

@@ -75,7 +75,8 @@ def test_image_vector_so_has_avx512_only_in_allowlisted_functions(image: str, tm
 def test_negative_control_native_vector_so_dies_in_the_image_on_old_cpu(
     image: str, flavor: Callable[[str], FlavorBuild]
 ) -> None:
-    """The same smoke, with a -march=native vector.so mounted over the image's, must fail with SIGILL."""
+    """The same smoke, with the negative control's vector.so (upstream's -march=native; an explicit AVX-512
+    target on a host without it) mounted over the image's, must fail with SIGILL."""
     proc = _smoke(image, "--old-cpu", "--vector-so", str(flavor("native").vector_so))
     assert proc.returncode == 132, proc.stdout + proc.stderr
     assert "SIGILL" in proc.stderr

@@ -31,6 +31,7 @@ import numpy as np
 import psycopg
 
 from ragfr.db.connect import with_database
+from ragfr.retrieval.arms import SEMANTIC
 from ragfr.retrieval.config import COLLECTION_EXACT_ROWS, SearchConfig
 from ragfr.retrieval.hybrid import search
 from ragfr.vector_index import graphs as vector_graphs
@@ -119,8 +120,8 @@ def _phase(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], vect
             if turn < len(qs) // 2:
                 continue
             total.append(ms)
-            arm.append(r.timings_ms["semantic"])
-            scopes.add(str(r.arms["semantic"].scope))
+            arm.append(r.timings_ms[SEMANTIC.name])
+            scopes.add(str(r.arms[SEMANTIC.name].scope))
             # Recall from the arm alone (the fused top 10 mixes in the lexical arm's): the same walk or scan.
             alone = search(conn, text, collections=[name], query_vector=q.tolist(), config=vector_only)
             recall.append(len({h.id for h in alone.hits} & _exact_top(vs, ids, q)) / 10)

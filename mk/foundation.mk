@@ -29,7 +29,7 @@ db-status: ## print DATABASE_URL of the running private cluster (exit 3 when sto
 avx512-scan: pgroot ## list AVX-512 instructions per function in the built vector.so
 	$(PY) -m ragfr_tools.build.avx512_scan --verbose --allowlist images/ragdb/avx512-allowlist.txt $(PGVECTOR_SO)
 
-test-build: setup ## build-foundation tests (scanner, negative control, emulated old CPU)
+test-build: setup ## only the build-foundation tests (scanner, negative controls, emulated old CPU, ragdb image); make test runs them too
 	$(VENV)/bin/pytest -q tests/tools/build
 
 .PHONY: image image-local image-smoke bench-pgvector-flags

@@ -64,7 +64,7 @@ class ArmReport:
     floor_cut: int = 0  # rows dropped below the similarity floor
     # vector arm, "hnsw": hnsw.iterative_scan of its walk ("off" when no row could fail the filters)
     iterative_scan: str | None = None
-    # vector arm: the declared filter's graph (a partial HNSW index, ragfr.db.filter_indexes) that holds every
+    # vector arm: the declared filter's graph (a partial HNSW index, ragfr.vector_index.graphs) that holds every
     # row the filters can pass, and its rows; the cost rule sized the walk by it. None: the shared graph.
     filter_index: str | None = None
     filter_index_rows: int | None = None

@@ -76,6 +76,7 @@ def check_schema() -> str:
 def check_french() -> str:
     from ragfr.analysis.french import analyze
     from ragfr.retrieval import hybrid
+    from ragfr.retrieval.arms import LEXICAL
 
     query, document = os.environ["FRENCH_QUERY"], os.environ["FRENCH_DOCUMENT"]
     collection = f"ragfr-helm-test-{uuid.uuid4().hex[:12]}"
@@ -95,7 +96,7 @@ def check_french() -> str:
             )
             result = hybrid.search(conn, query, collections=[collection], query_vector=unit)
             hits = [h for h in result.hits if h.id == chunk_id]
-            assert hits and hits[0].lexical_rank == 1, f"lexical arm missed the document: {result.hits}"
+            assert hits and hits[0].ranks.get(LEXICAL.name) == 1, f"lexical arm missed the document: {result.hits}"
         finally:
             conn.rollback()
     return f"{query!r} -> lexemes {ours} found {document!r} (lexical rank 1)"

@@ -24,12 +24,6 @@ class Hit:
     # whatever the arms found.
     arms: tuple[str, ...] = ()
 
-    # The one by-name reading left: the chart's helm test (charts/ragfr/files/helm-test.py) runs the installed
-    # package and reads it. Everything else reads `ranks[arm.name]`.
-    @property
-    def lexical_rank(self) -> int | None:
-        return self.ranks.get("lexical")
-
     def arm_names(self) -> list[str]:
         return [*self.arms, *sorted(set(self.ranks) - set(self.arms))]
 

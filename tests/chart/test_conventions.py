@@ -289,7 +289,7 @@ def test_reranker_cache_on_a_pvc_survives_restarts() -> None:
     docs = render(example_values("reranker-cache"))
     pvc = one(docs, "PersistentVolumeClaim", "-reranker-cache")
     assert pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-path",
-                           "resources": {"requests": {"storage": "1Gi"}}}
+                           "resources": {"requests": {"storage": "4Gi"}}}
     spec = _owui(docs)
     pod = spec["template"]["spec"]
     (volume,) = [v for v in pod["volumes"] if v["name"] == "hf-cache"]

@@ -446,11 +446,12 @@ def test_a_reranker_source_without_a_model_is_refused(reranker: dict[str, Any], 
 def test_the_reranker_download_is_pinned_to_a_commit() -> None:
     """Issue 25 item 5 (Low): the init container gets the commit to download (files/reranker-cache.py refuses
     anything else, tests/chart/test_scripts.py); no revision is needed when no cross-encoder is configured."""
-    named = {"openwebui": {"env": {"RAG_RERANKING_MODEL": "cross-encoder/ms-marco-MiniLM-L-6-v2"}}}
+    # The default commit is the one of the multilingual cross-encoder docs/install.md names (issue 38 item 7).
+    named = {"openwebui": {"env": {"RAG_RERANKING_MODEL": "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1"}}}
     init = {c["name"]: c for c in one(render(named), "Deployment", "-openwebui")["spec"]["template"]["spec"]["initContainers"]}
     env = env_of(init["cache-reranker"])
     assert env["RERANKER_SOURCE"] == "download"
-    assert env["RERANKER_REVISION"] == "c5ee24cb16019beea0893ab7796b1df96625c6b8"
+    assert env["RERANKER_REVISION"] == "1427fd652930e4ba29e8149678df786c240d8825"
     assert yaml.safe_load((CHART / "values.yaml").read_text())["openwebui"]["reranker"]["revision"] == env["RERANKER_REVISION"]
     render({"openwebui": {"env": {"RAG_RERANKING_MODEL": ""}, "reranker": {"revision": ""}}})
     render({"openwebui": {**named["openwebui"], "reranker": {"source": "pvc", "existingClaim": "hf", "revision": ""}}})

@@ -4,8 +4,12 @@ Sign-up (the first account), a knowledge base "Contrats" created in the Workspac
 through the page's file chooser, then two new chats, each attaching the knowledge base by typing `#Contrats`:
   - "Dans quel délai dois-je déclarer un vol ?" -> the theft sentence with its citation chip, one chat request;
   - "Quelle est la capitale du Pérou ?"           -> the gate's French refusal with the closest passages and
-                                                    their file names, zero chat requests.
-Screenshots: .state/browser/answered.png and .state/browser/refused.png (look at them).
+                                                    their file names, zero chat requests;
+  - "Qui contacter en cas de sinistre ?"          -> near the contract's topic but not in it: the shipped e5
+                                                    gate is unsure, so the model is called once and the
+                                                    analyst gets the caution chip, whose modal reads the
+                                                    French caution line.
+Screenshots: .state/browser/answered.png, refused.png and caution.png (look at them).
 
 The browser and the journey's steps: tests/owui/browser.py (the system chromium; pages awaited on `load` and
 visible text, never `networkidle`, as Open WebUI keeps a websocket open).
@@ -21,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
+from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE, UNSURE
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 
-from .browser import SHOTS, ask_with_knowledge, chromium_page, create_knowledge_base, see_refusal, sign_up
+from .browser import SHOTS, ask_with_knowledge, chromium_page, create_knowledge_base, see_caution, see_refusal, sign_up
 from .conftest import running_stack
 from .stack import Server
 
@@ -45,7 +49,7 @@ def page(server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
         yield pg
 
 
-def test_analyst_in_chromium_gets_a_cited_answer_and_a_refusal(server: Server, page: Any, tmp_path: Path) -> None:
+def test_analyst_in_chromium_gets_a_cited_answer_a_refusal_and_a_caution(server: Server, page: Any, tmp_path: Path) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     document = tmp_path / FILENAME
     document.write_text(DOCUMENT, encoding="utf-8")
@@ -64,3 +68,9 @@ def test_analyst_in_chromium_gets_a_cited_answer_and_a_refusal(server: Server, p
     see_refusal(page, server.url, OFF_DOMAIN, FILENAME, SHOTS / "refused.png")
     assert server.double.chat_requests() - before == 0
     assert server.log_events("gate")[-1]["decision"] == "refuse"
+
+    before = server.double.chat_requests()
+    see_caution(page, server.url, UNSURE, SHOTS / "caution.png")
+    assert server.double.chat_requests() - before == 1
+    gate = server.log_events("gate")[-1]
+    assert gate["decision"] == "caution" and gate["rule"] == "evidence", gate

@@ -51,6 +51,7 @@ REFUSAL = "Les documents joints ne permettent pas de répondre à cette question
 # model with the passages (its instruction to say so when they do not hold the answer).
 CAUTION = ("Prudence : les documents joints ne contiennent peut-être pas la réponse. Si les extraits ne "
            "permettent pas de répondre, dis-le clairement au lieu de deviner.")
+CAUTION_SOURCE = "ragfr : prudence"  # the name of the caution's source: the chip the analyst sees and opens
 NO_PASSAGE = "Aucun passage des documents joints ne correspond à la question."
 CLOSEST = "Passages les plus proches :"
 # When the search itself could not run: not "the documents do not answer", which would be a claim about them.
@@ -269,7 +270,7 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
     _log(verdict, metadata, question, passages, started)
     if verdict.decision.outcome is Outcome.CAUTION:
         return [*_select(sources, verdict, keep_others=True),
-                {"source": {"id": "ragfr-evidence-gate", "name": "ragfr : prudence"},
+                {"source": {"id": "ragfr-evidence-gate", "name": CAUTION_SOURCE},
                  "document": [CAUTION], "metadata": [verdict.source_metadata()]}]
     if verdict.decision.grounded:
         return _select(sources, verdict, keep_others=True)

@@ -2,6 +2,6 @@
 `chat_gate`), the French tokenizer, the vector checks and the schema check the patched files call. Never
 imports `ragfr.owui.patcher` (the patch engine is not needed once Open WebUI runs)."""
 
-# Imported at Open WebUI's start (its pgvector client calls the schema check): the retrieval arms come with it
-# and declare their metric series at 0 (ragfr.retrieval.arms), so /metrics shows them before the first search.
-import ragfr.retrieval  # noqa: F401
+# Nothing imported here: the owui-init image checks at build that the patcher and the tokenizer import in a
+# plain Debian python3, which has neither psycopg nor numpy (Open WebUI's image has them). The arms' metric
+# series come with ragfr.owui.runtime.schema, the module Open WebUI imports at its start.

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# Imported at Open WebUI's start (its pgvector client calls the schema check): the retrieval arms come with it
+# and declare their metric series at 0 (ragfr.retrieval.arms), so /metrics shows them before the first search.
+import ragfr.retrieval  # noqa: F401
+
 # Indexes the stock start-up would create that ragfr's migrations provide under the same names (0003, 0004).
 # idx_document_chunk_text_search is not among them: it serves only the stock hybrid search, which the
 # patch replaces with ragfr's.

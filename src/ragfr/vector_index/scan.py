@@ -113,8 +113,13 @@ def exact(
     """Count the passing rows (up to threshold + 1) and, if at most threshold pass, score them all:
     (passing, (id, distance) rows); no rows when more than `threshold` pass."""
     predicate, pparams = filters.predicate("d")
+    # Not prepared: psycopg prepares a statement at its 5th run on a connection, and PostgreSQL then may keep
+    # ONE generic plan for every collection. Planned for no collection in particular, it reads the whole table
+    # (a sequential scan: 85 ms for a 1,000-chunk collection among 100k chunks, against 2 ms by the collection
+    # index), and a pooled connection that searched large collections first gives every small one that plan.
     counted = conn.execute(
-        sql.SQL(_EXACT).format(predicate=predicate), [*pparams, threshold + 1, literal, threshold, depth]
+        sql.SQL(_EXACT).format(predicate=predicate), [*pparams, threshold + 1, literal, threshold, depth],
+        prepare=False,
     ).fetchall()
     passing = int(counted[0][0])
     if passing > threshold:

@@ -115,8 +115,9 @@ def exact(
     predicate, pparams = filters.predicate("d")
     # Not prepared: psycopg prepares a statement at its 5th run on a connection, and PostgreSQL then may keep
     # ONE generic plan for every collection. Planned for no collection in particular, it reads the whole table
-    # (a sequential scan: 85 ms for a 1,000-chunk collection among 100k chunks, against 2 ms by the collection
-    # index), and a pooled connection that searched large collections first gives every small one that plan.
+    # (a sequential scan, where the collection index reads only its rows: docs/benchmarks.md#current-figures,
+    # "several knowledge bases"), and a pooled connection that searched large collections first gives every
+    # small one that plan.
     counted = conn.execute(
         sql.SQL(_EXACT).format(predicate=predicate), [*pparams, threshold + 1, literal, threshold, depth],
         prepare=False,

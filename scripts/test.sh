@@ -3,33 +3,35 @@
 #   1. apt packages (-t bookworm; qemu-user -t bookworm-backports), .venv, pgvector fetched + verified +
 #      built without AVX-512 and scanned, a private PostgreSQL root       (make setup)
 #   2. the private PostgreSQL cluster (free loopback port)
-#   3. at once (issue 37 item 9: the machine has two cores, and much of the setup and half the suite wait on
-#      downloads, podman, Open WebUI, a browser or a registry):
+#   3. at once (issue 37 item 9: the machine has two cores; a pytest run of computed tests keeps one busy, and
+#      much of the setup and the rest of the suite wait on downloads, podman, Open WebUI, a browser or a registry):
 #        late setup: .venv-owui with the real open-webui 0.12.4 (CPU torch when reachable) (scripts/setup-owui.sh)
 #                    beside .venv-s3double with moto's S3 server (scripts/setup-s3double.sh), then the three
 #                    images the chart names, smoke-tested (make images); its output in .build/late-setup.log,
 #                    printed whole when it ends
-#        compute:    ruff + mypy, then pytest on every test but the servers lane's (chart renders, retrieval,
-#                    emulated old CPU, ...). The few tests that use what the late setup builds request the fixture
+#        compute:    ruff + mypy, then pytest on every test the three other lanes do not run (chart renders, the
+#                    database's migrations and roles, the CLI, the embedding migration, the docs' walks, ...)
+#        indexes:    pytest on tests/retrieval, tests/lexical_index, tests/vector_index, tests/filters and
+#                    tests/tools but the cluster smoke (the emulated old CPU, the reranker's training, the
+#                    benches' smoke runs)
+#                    The few tests of these two lanes that use what the late setup builds request the fixture
 #                    `late_setup` (tests/support/late_setup.py): it waits for .build/late-setup.ok, and fails
 #                    with the log when .build/late-setup.failed appears. Those tests run last (tests/conftest.py
 #                    orders them so under this protocol only), so that normally the late setup is long done when
-#                    they start; how long the lane waited, 0 when it did not, is printed at the end
-#        servers:    started when the late setup has succeeded: pytest on the tests that mostly wait
-#                    (tests/owui: one Open WebUI server for its API tests; tests/images; tests/tools/
-#                    test_cluster_smoke.py, whose first test runs `make cluster-smoke`'s command and checks what it
-#                    prints: the smoke runs once, not also as a step of its own)
-#      each lane's output in .build/test-lanes/<lane>.log, printed whole when both are done, a line a minute
-#      meanwhile; the run fails if the late setup or either lane failed (a failed late setup: its log printed,
-#      the servers lane not run). Together the two pytest runs collect exactly the tests `pytest` collects.
+#                    they start; how long the lanes waited, 0 when they did not, is printed at the end
+#        owui:       started when the two venvs are ready (.build/late-setup.venvs), while the images build:
+#                    pytest on tests/owui (one Open WebUI server for its API tests, Chromium for the browser's)
+#        images:     started when the late setup has succeeded: pytest on tests/images and
+#                    tests/tools/test_cluster_smoke.py, whose first test runs `make cluster-smoke`'s command and
+#                    checks what it prints: the smoke runs once, not also as a step of its own
+#      each lane's output in .build/test-lanes/<lane>.log, printed whole when all are done, a line a minute
+#      meanwhile; the run fails if the late setup or any lane failed (a failed late setup: its log printed,
+#      the image lane not run). Together the four pytest runs collect exactly the tests `pytest` collects.
 #   4. the retrieval-quality gate
 #   5. the cluster is stopped whatever happened
-# Why step 3 overlaps the late setup with the compute lane: in a fresh `make test` of 2026-12-03 before this change
-# (then run one after the other) the Open WebUI venv beside the S3 double took 294 s and the images 76 s after
-# `make setup` (178 s); the compute lane, started after them, was the last to finish (2,195 s: lint, then pytest
-# 2,118 s), the servers lane's pytest took 1,661 s. Starting the compute lane right after `make setup` should save up
-# to those 370 s, less what the late setup's downloads and builds take from its two cores; the saving of a whole
-# fresh run has not been measured yet.
+# Before the four lanes, a fresh `make test` in CI (stop 41, 2026-12-03) took 2,953 s with two: in its rehearsal
+# the compute lane (pytest 2,466 s beside the other work) ended last, at 2,816 s, and the lane of tests/owui,
+# tests/images and the cluster smoke (1,854 s, started at 923 s, when the late setup was done) just before it.
 # `scripts/test.sh ARGS...` (e.g. a test path): the whole setup first, as before, then one pytest with those
 # arguments, no lanes and no waiting.
 # Re-runs skip setup steps whose inputs did not change (stamps under .build/).
@@ -55,6 +57,7 @@ late_setup() {
   bash scripts/setup-owui.sh
   wait "$s3double_pid" || { cat .build/setup-s3double.log; echo "setup-s3double failed" >&2; return 1; }
   cat .build/setup-s3double.log
+  touch "$late.venvs"  # the Open WebUI lane starts (make test without arguments)
   step "images: ragfr/ragdb, ragfr/ragfr, ragfr/owui-init with the chart's appVersion, each smoke-tested (make images)"
   bash scripts/images.sh build
 }
@@ -90,92 +93,123 @@ else
   # instead of starting it at the same moment as this script.
   start_cluster
   mkdir -p .build
-  rm -f "$late.ok" "$late.failed" "$late.waited"
+  rm -f "$late.ok" "$late.failed" "$late.waited" "$late.venvs"
   step "late setup in the background (Open WebUI venv beside the S3 double, then make images): $late.log"
   ( late_setup ) >"$late.log" 2>&1 &
   late_pid=$!
 
-  # The tests that mostly wait: subprocess servers, containers, a browser, registries. Everything else is the
-  # compute lane (--ignore of exactly these paths), so no test is left out or run twice.
-  servers=(tests/owui tests/images tests/tools/test_cluster_smoke.py)
-  ignore=(); for p in "${servers[@]}"; do ignore+=(--ignore "$p"); done
+  # Four lanes (the header says which tests each runs). A pytest run of computed tests keeps about one core busy
+  # (1.12 on average, measured alone on 2026-12-03: pytest 1,821 s for the compute and index lanes' tests, about
+  # 860 s of it the index lane's), while the late setup and the Open WebUI, image and cluster tests mostly wait
+  # on downloads, servers, podman and a browser. The compute lane runs every test the three others do not
+  # (--ignore of exactly their paths), so no test is left out or run twice.
+  indexes=(tests/retrieval tests/lexical_index tests/vector_index tests/filters tests/tools)
+  owui=(tests/owui)
+  images=(tests/images tests/tools/test_cluster_smoke.py)
+  ignore() { local p; ignored=(); for p in "$@"; do ignored+=(--ignore "$p"); done; }
   lanes=.build/test-lanes
   mkdir -p "$lanes"
-  rm -f "$lanes/compute.log" "$lanes/servers.log"
-  step "compute lane (ruff + mypy, then pytest on all but ${servers[*]}): $lanes/compute.log"
+  rm -f "$lanes"/*.log
+  # RAGFR_LATE_SETUP: the late_setup fixture waits for the verdict, and tests/conftest.py runs the tests that
+  # request it last. $$ is this script (also in a subshell): the fixture fails if it ends without a verdict.
+  late_env=(env RAGFR_LATE_SETUP="$late" RAGFR_LATE_SETUP_WRITER=$$)
+  ignore "${indexes[@]}" "${owui[@]}" "${images[@]}"
+  step "compute lane (ruff + mypy, then pytest on all but ${indexes[*]} ${owui[*]} ${images[*]}): $lanes/compute.log"
   (
     set -e
     echo "== lint: ruff + mypy"
     .venv/bin/ruff check src tools tests patches
     .venv/bin/mypy
-    echo "== pytest (all but ${servers[*]}; the tests that request the fixture late_setup last)"
-    # RAGFR_LATE_SETUP: the late_setup fixture waits for the verdict, and tests/conftest.py runs the tests that
-    # request it last. $$ is this script (also in a subshell): the fixture fails if it ends without a verdict.
-    RAGFR_LATE_SETUP="$late" RAGFR_LATE_SETUP_WRITER=$$ "${pytest_run[@]}" "${ignore[@]}"
+    echo "== pytest (all but ${indexes[*]} ${owui[*]} ${images[*]}; the tests that request late_setup last)"
+    "${late_env[@]}" "${pytest_run[@]}" "${ignored[@]}"
   ) >"$lanes/compute.log" 2>&1 &
   compute_pid=$!
+  ignore "${owui[@]}" "${images[@]}"
+  step "index lane (pytest ${indexes[*]} but ${images[*]}): $lanes/indexes.log"
+  (
+    set -e
+    echo "== pytest ${indexes[*]} (but ${images[*]}; the tests that request late_setup last)"
+    "${late_env[@]}" "${pytest_run[@]}" "${indexes[@]}" "${ignored[@]}"
+  ) >"$lanes/indexes.log" 2>&1 &
+  indexes_pid=$!
+  step "Open WebUI lane (pytest ${owui[*]}, once .venv-owui is ready, before the images): $lanes/owui.log"
+  (
+    set -e
+    # Open WebUI runs from .venv-owui in these tests, never from an image: they start when the venvs are ready.
+    until [[ -f "$late.venvs" ]]; do
+      if ! kill -0 "$late_pid" 2>/dev/null && [[ ! -f "$late.venvs" ]]; then
+        echo "== not run: the late setup ended before the Open WebUI venv was ready ($late.log)"
+        exit 1
+      fi
+      sleep 2
+    done
+    echo "== pytest ${owui[*]}"
+    "${pytest_run[@]}" "${owui[@]}"
+  ) >"$lanes/owui.log" 2>&1 &
+  owui_pid=$!
   # The logs are printed whole at the end; meanwhile a line a minute shows each one's last output, so a long run
   # is never silent (CI, a terminal or a pipe alike). Stopped below; ends by itself if this script is gone.
   (
-    last() { tail -c 300 "$1" 2>/dev/null | tr '\r' '\n' | grep -v '^$' | tail -n 1 | cut -c1-90; }
+    last() { tail -c 300 "$1" 2>/dev/null | tr '\r' '\n' | grep -v '^$' | tail -n 1 | cut -c1-40; }
     while kill -0 $$ 2>/dev/null; do
       sleep 60
-      if [[ -f "$lanes/servers.log" ]]; then servers_now="$(last "$lanes/servers.log")"
-      else servers_now="(starts after the late setup) late setup: $(last "$late.log")"; fi
-      printf '[%4ss] still running: compute: %s | servers: %s\n' "$(( $(date +%s) - start ))" \
-        "$(last "$lanes/compute.log")" "$servers_now"
+      line="[$(( $(date +%s) - start ))s] still running:"
+      for lane in compute indexes owui images; do line+=" $lane: $(last "$lanes/$lane.log") |"; done
+      echo "$line late setup: $(last "$late.log")"
     done
   ) &
   beat_pid=$!
 
   set +e
   wait "$late_pid"; late_rc=$?
-  late_pid=""
   set -e
   step "late setup done (exit $late_rc): $late.log"
   cat "$late.log"
   if [[ $late_rc -eq 0 ]]; then
     touch "$late.ok"
-    step "servers lane (pytest ${servers[*]}, make cluster-smoke included): $lanes/servers.log"
+    step "image lane (pytest ${images[*]}, make cluster-smoke included): $lanes/images.log"
     (
       set -e
-      echo "== pytest ${servers[*]}"
-      "${pytest_run[@]}" "${servers[@]}"
-    ) >"$lanes/servers.log" 2>&1 &
-    servers_pid=$!
+      echo "== pytest ${images[*]}"
+      "${pytest_run[@]}" "${images[@]}"
+    ) >"$lanes/images.log" 2>&1 &
+    images_pid=$!
   else
     # Written whole, then renamed: the fixture never reads half a path.
     echo "$late.log" >"$late.failed.tmp" && mv "$late.failed.tmp" "$late.failed"
-    echo "late setup FAILED (exit $late_rc): its log is above; the servers lane is not run" >&2
-    echo "== not run: the late setup failed (exit $late_rc, $late.log)" >"$lanes/servers.log"
-    servers_pid=""
+    echo "late setup FAILED (exit $late_rc): its log is above; the image lane is not run" >&2
+    echo "== not run: the late setup failed (exit $late_rc, $late.log)" >"$lanes/images.log"
+    images_pid=""
   fi
+  late_pid=""
 
   set +e
-  wait "$compute_pid"; compute_rc=$?
-  step "compute lane done (exit $compute_rc)"
-  servers_rc=1
-  if [[ -n "$servers_pid" ]]; then wait "$servers_pid"; servers_rc=$?; fi
+  declare -A lane_rc=()
+  for lane in compute indexes owui images; do
+    pid_var="${lane}_pid"
+    if [[ -n "${!pid_var}" ]]; then wait "${!pid_var}"; lane_rc[$lane]=$?; else lane_rc[$lane]=1; fi
+    step "$lane lane done (exit ${lane_rc[$lane]})"
+  done
   kill "$beat_pid" 2>/dev/null; wait "$beat_pid" 2>/dev/null
-  step "servers lane done (exit $servers_rc)"
   set -e
-  for lane in compute servers; do
+  for lane in compute indexes owui images; do
     step "lane $lane: $lanes/$lane.log"
     cat "$lanes/$lane.log"
   done
   # The verdicts last, where the end of a long log is read: the late setup's, then each lane's failing tests and
   # its pytest summary.
   if [[ $late_rc -eq 0 ]]; then
-    echo "late setup: ok; the compute lane waited for it: $(paste -sd' ' "$late.waited" 2>/dev/null || echo 0) s"
+    echo "late setup: ok; the compute and index lanes waited for it: $(paste -sd' ' "$late.waited" 2>/dev/null || echo 0) s"
   else
     echo "late setup: FAILED (exit $late_rc): $late.log, printed above"
   fi
-  for lane in compute servers; do
+  rc=$late_rc
+  for lane in compute indexes owui images; do
     echo "lane $lane: $(grep -E '^[0-9]+ (passed|failed|error)|^(no tests ran|=+ .* in [0-9.]+s)|^== not run' \
       "$lanes/$lane.log" | tail -n 1)"
     grep -E '^(FAILED|ERROR) ' "$lanes/$lane.log" | sed "s/^/  $lane: /" || true
+    if [[ $rc -eq 0 ]]; then rc=${lane_rc[$lane]}; fi
   done
-  rc=$(( late_rc != 0 ? late_rc : compute_rc != 0 ? compute_rc : servers_rc ))
 fi
 # pytest's 5 means "no test collected": that is a failure here, never a pass.
 if [[ $rc -ne 0 ]]; then

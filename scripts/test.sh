@@ -150,6 +150,9 @@ else
   # The logs are printed whole at the end; meanwhile a line a minute shows each one's last output, so a long run
   # is never silent (CI, a terminal or a pipe alike). Stopped below; ends by itself if this script is gone.
   (
+    # Not under the script's `set -e -o pipefail`: a lane's log that does not exist yet (the image lane's until
+    # the late setup ends) or holds no line must print nothing, not end the heartbeat.
+    set +e +o pipefail
     last() { tail -c 300 "$1" 2>/dev/null | tr '\r' '\n' | grep -v '^$' | tail -n 1 | cut -c1-40; }
     while kill -0 $$ 2>/dev/null; do
       sleep 60

@@ -45,7 +45,7 @@ def late_setup() -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `make test`'s compute lane only: the tests that wait for the late setup run last."""
+    """Under `make test`'s compute and index lanes only: the tests that wait for the late setup run last."""
     if _late.active():
         items[:] = _late.last(items)
 

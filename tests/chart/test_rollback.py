@@ -39,8 +39,8 @@ def app_role(pg_dsn: str) -> Iterator[str]:
             with psycopg.connect(pg_dsn.rsplit("/", 1)[0] + "/" + db, autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
         except psycopg.OperationalError:
-            # Dropped meanwhile by a test running beside this one (scripts/test.sh runs two lanes on the shared
-            # cluster): nothing of the role's is left in it. DROP ROLE below still fails if anything is.
+            # Dropped meanwhile by a test running beside this one (scripts/test.sh runs lanes side by side on the
+            # shared cluster): nothing of the role's is left in it. DROP ROLE below still fails if anything is.
             continue
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))

@@ -1,15 +1,17 @@
-"""The late setup of `make test`: what scripts/test.sh builds while the compute lane already runs.
+"""The late setup of `make test`: what scripts/test.sh builds while the compute and index lanes already run.
 
-scripts/test.sh starts the compute lane right after `make setup` and builds meanwhile, in the background, the
-Open WebUI venv (.venv-owui), the S3 double (.venv-s3double) and the podman images (ragfr/ragdb, ragfr/ragfr,
-ragfr/owui-init; scripts/images.sh build also writes .build/image-context and .build/owui-init-context). It
-exports RAGFR_LATE_SETUP=<prefix> to that lane only, and writes <prefix>.ok when the late setup succeeded, or
-<prefix>.failed holding the path of its log. The session fixture `late_setup` (tests/conftest.py) is this wait;
-exactly the tests that use one of those things request it, and tests/conftest.py runs them last when
-RAGFR_LATE_SETUP is set, so that in a normal run the late setup is long done when they start and nothing waits.
+scripts/test.sh starts the compute and index lanes right after `make setup` and builds meanwhile, in the
+background, the Open WebUI venv (.venv-owui), the S3 double (.venv-s3double) and the podman images (ragfr/ragdb,
+ragfr/ragfr, ragfr/owui-init; scripts/images.sh build also writes .build/image-context and
+.build/owui-init-context). It exports RAGFR_LATE_SETUP=<prefix> to those two lanes only, and writes <prefix>.ok
+when the late setup succeeded, or <prefix>.failed holding the path of its log. The session fixture `late_setup`
+(tests/conftest.py) is this wait; exactly the tests that use one of those things request it, and tests/conftest.py
+runs them last when RAGFR_LATE_SETUP is set, so that in a normal run the late setup is long done when they start
+and nothing waits.
 
 Without RAGFR_LATE_SETUP (pytest by hand on a machine set up before, `scripts/test.sh PATH`, which sets up
-everything first, or the servers lane, which starts after the late setup) there is nothing to wait for.
+everything first, or the Open WebUI and image lanes, which start when what they use is built) there is nothing to
+wait for.
 """
 
 from __future__ import annotations
@@ -57,14 +59,14 @@ def _waited(prefix: str) -> float:
                         ".failed)", pytrace=False)
         time.sleep(POLL_SECONDS)
     waited = time.monotonic() - start
-    # test.sh prints this at the end: how long the compute lane stood still for the late setup (0 when ordered well).
+    # test.sh prints this at the end: how long a lane stood still for the late setup (0 when ordered well).
     with Path(prefix + ".waited").open("a") as out:
         out.write(f"{waited:.1f}\n")
     return waited
 
 
 def active() -> bool:
-    """True in the compute lane of `make test`, where the late setup may still run."""
+    """True in the compute and index lanes of `make test`, where the late setup may still run."""
     return bool(os.environ.get(ENV))
 
 

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.support.paths import REPO
 
-from ragfr.owui.runtime.chat_gate import CAUTION, CAUTION_SOURCE, CLOSEST, REFUSAL
+from ragfr.owui.runtime.chat_gate import CAUTION_LINE, CAUTION_SOURCE, CLOSEST, REFUSAL
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -123,15 +123,22 @@ def see_refusal(pg: Any, url: str, question: str, filename: str, shot: Path) -> 
 
 
 def see_caution(pg: Any, url: str, question: str, shot: Path) -> None:
-    """Asks `question` with the knowledge base and finds the gate's caution as the analyst does: under the
-    reply, the "N Sources" button opens the list of sources, where the caution is a source of its own whose
-    modal holds the French caution line; then a screenshot with the modal open."""
+    """Asks `question` with the knowledge base and finds the gate's caution as the analyst does: first without a
+    click, the French caution line above the reply (a screenshot of it), still there when the chat is loaded
+    again; then under the reply, the "N Sources" button opens the list of sources, where the caution is a
+    source of its own whose modal holds the line and the model's instruction; a screenshot with the modal open."""
     ask_with_knowledge(pg, url, question)
+    line = pg.locator(".status-description", has_text=CAUTION_LINE).last
+    line.wait_for()
+    pg.screenshot(path=str(shot.with_name(shot.stem + "-line.png")), full_page=True)
+    # Kept with the chat: the same page loaded again (as tomorrow, from the chat list) still shows it.
+    pg.reload(wait_until="load")
+    line.wait_for()
     pg.locator("button", has_text=re.compile(r"^\s*\d+ Sources?\s*$")).last.click()
     chip = pg.locator("button", has_text=CAUTION_SOURCE).first
     chip.wait_for()
     chip.click()
-    modal = pg.get_by_role("dialog").filter(has_text=CAUTION.split(".")[0])
+    modal = pg.get_by_role("dialog").filter(has_text=CAUTION_LINE)
     modal.wait_for()
     pg.screenshot(path=str(shot), full_page=True)
     modal.get_by_role("button", name="Close citation modal").click()

@@ -7,9 +7,9 @@ through the page's file chooser, then two new chats, each attaching the knowledg
                                                     their file names, zero chat requests;
   - "Qui contacter en cas de sinistre ?"          -> near the contract's topic but not in it: the shipped e5
                                                     gate is unsure, so the model is called once and the
-                                                    analyst gets the caution chip, whose modal reads the
-                                                    French caution line.
-Screenshots: .state/browser/answered.png, refused.png and caution.png (look at them).
+                                                    analyst reads the French caution line above the reply
+                                                    without a click, and again in the caution chip's modal.
+Screenshots: .state/browser/answered.png, refused.png, caution-line.png and caution.png (look at them).
 
 The browser and the journey's steps: tests/owui/browser.py (the system chromium; pages awaited on `load` and
 visible text, never `networkidle`, as Open WebUI keeps a websocket open).

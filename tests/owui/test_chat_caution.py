@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ragfr.owui.runtime.chat_gate import CAUTION, METADATA_KEY, gate, refusal_response
+from ragfr.owui.runtime.chat_gate import CAUTION, CAUTION_LINE, METADATA_KEY, caution_status, gate, refusal_response
 from ragfr.retrieval import evidence_gate
 from ragfr.retrieval.evidence import FEATURES
 from ragfr.retrieval.evidence_gate import from_json
@@ -42,16 +42,22 @@ def test_the_chat_answers_cautions_and_refuses_by_the_fitted_gate(monkeypatch) -
     out, metadata = run([source(2.0)])  # p 0.88: answer, although the rank rule would refuse (top 0.02)
     assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["rule"] == "evidence"
     assert all(m["ragfr_gate_rule"] == "evidence" for m in out[0]["metadata"]) and len(out) == 1
+    assert caution_status(metadata) is None  # no status line above an answer
 
     out, metadata = run([source(1.0)])  # p 0.73: caution
     assert metadata[METADATA_KEY]["decision"] == "caution" and metadata[METADATA_KEY]["grounded"] is True
     assert out[-1]["document"] == [CAUTION] and out[-1]["metadata"][0]["ragfr_gate"] == "caution"
     assert out[0]["document"] == ["passage 0", "passage 1"]  # the passages still reach the model
     assert refusal_response({"model": "x"}, metadata, object) is None  # the model is called
+    # ... and the analyst reads the caution above the reply without a click (Open WebUI's status line)
+    assert caution_status(metadata) == {"type": "status", "data": {"action": "ragfr_caution",
+                                                                   "description": CAUTION_LINE, "done": True}}
+    assert CAUTION.startswith(CAUTION_LINE)
 
     _, metadata = run([source(-1.0)])  # p 0.27: refuse, no model call
     assert metadata[METADATA_KEY]["decision"] == "refuse"
     assert refusal_response({"model": "x", "stream": False}, metadata, object) is not None
+    assert caution_status(metadata) is None and caution_status(None) is None
 
     # several queries (Open WebUI's query generation): the most favourable search decides
     _, metadata = run([source(-1.0), source(2.0)])

@@ -47,10 +47,11 @@ from ragfr.retrieval.gate import Decision, GateConfig, Outcome, Scale, scale_for
 log = logging.getLogger("ragfr.gate")
 
 REFUSAL = "Les documents joints ne permettent pas de répondre à cette question."
-# Outcome CAUTION: a source of its own, listed with the citations (the analyst's caution line) and read by the
-# model with the passages (its instruction to say so when they do not hold the answer).
-CAUTION = ("Prudence : les documents joints ne contiennent peut-être pas la réponse. Si les extraits ne "
-           "permettent pas de répondre, dis-le clairement au lieu de deviner.")
+# Outcome CAUTION: the analyst's line, shown above the reply as Open WebUI's status line (caution_status), and a
+# source of its own, listed with the citations and read by the model with the passages (its instruction to say so
+# when they do not hold the answer).
+CAUTION_LINE = "Prudence : les documents joints ne contiennent peut-être pas la réponse."
+CAUTION = CAUTION_LINE + " Si les extraits ne permettent pas de répondre, dis-le clairement au lieu de deviner."
 CAUTION_SOURCE = "ragfr : prudence"  # the name of the caution's source: the chip the analyst sees and opens
 NO_PASSAGE = "Aucun passage des documents joints ne correspond à la question."
 CLOSEST = "Passages les plus proches :"
@@ -297,6 +298,15 @@ def _log(verdict: ChatView, metadata: dict[str, Any], question: str, passages: l
 def refused(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     decision = (metadata or {}).get(METADATA_KEY)
     return decision if isinstance(decision, dict) and not decision.get("grounded") else None
+
+
+def caution_status(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The status event that puts CAUTION_LINE above the reply when the gate cautioned (Open WebUI shows a
+    message's last status without a click and keeps it with the chat); None otherwise."""
+    decision = (metadata or {}).get(METADATA_KEY)
+    if not isinstance(decision, dict) or decision.get("decision") != Outcome.CAUTION.value:
+        return None
+    return {"type": "status", "data": {"action": "ragfr_caution", "description": CAUTION_LINE, "done": True}}
 
 
 def refusal_response(form_data: dict[str, Any], metadata: dict[str, Any] | None,

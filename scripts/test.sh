@@ -32,9 +32,9 @@
 # Measured (2026-12-06, a fresh clone with `CI=true bash .ci/run`, no podman image, while another job kept one of the
 # two cores busy for 15 min and a second checkout set up its venvs): 1,920 s and 1,903 s, the two cores busy (1.92 on
 # average over the second run, 2.00 until its last 8 minutes). In the second: setup 175 s; the lanes at 178 s; the
-# late setup done at 1,023 s; index lane 1,015 s, Open WebUI lane 1,012 s (from 561 s), image lane 839 s (from 1,023
-# s), compute lane 1,485 s (ends last, 1,814 s); the quality gate 39 s. With two lanes, CI took 2,953 s (stop 41,
-# 2026-12-03).
+# late setup done at 1,023 s; index lane 1,015 s, Open WebUI lane 1,012 s (from 561 s), image lane 839 s (from
+# 1,023 s), compute lane 1,485 s (ends last, 1,814 s); the quality gate 39 s. With two lanes, CI took 2,953 s (stop
+# 41, 2026-12-03).
 # `scripts/test.sh ARGS...` (e.g. a test path): the whole setup first, as before, then one pytest with those
 # arguments, no lanes and no waiting.
 # Re-runs skip setup steps whose inputs did not change (stamps under .build/).

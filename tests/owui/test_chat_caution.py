@@ -4,10 +4,20 @@ caution source the analyst sees and the model reads; the rank rule runs when the
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any
 
-from ragfr.owui.runtime.chat_gate import CAUTION, CAUTION_LINE, METADATA_KEY, caution_status, gate, refusal_response
+from ragfr.owui.runtime.chat_gate import (
+    CAUTION,
+    CAUTION_LINE,
+    METADATA_KEY,
+    caution_status,
+    gate,
+    refusal_response,
+    show_caution,
+)
 from ragfr.retrieval import evidence_gate
 from ragfr.retrieval.evidence import FEATURES
 from ragfr.retrieval.evidence_gate import from_json
@@ -70,3 +80,28 @@ def test_a_model_without_a_fitted_gate_falls_back_to_the_rank_rule_and_says_so(m
     decision = metadata[METADATA_KEY]
     assert decision["rule"] == "rank" and decision["decision"] == "answer"
     assert "no fitted evidence gate for local:unfitted" in decision["reason"]
+
+
+def test_the_caution_line_goes_through_open_webuis_emitter_and_a_failed_emit_keeps_the_answer(
+        monkeypatch, caplog) -> None:
+    monkeypatch.setattr(evidence_gate, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    emitted: list[dict[str, Any]] = []
+
+    async def emitter(event: dict[str, Any]) -> None:
+        emitted.append(event)
+
+    async def get_event_emitter(info: dict[str, Any]) -> Any:
+        return emitter
+
+    async def broken(info: dict[str, Any]) -> Any:
+        raise KeyError("message_id")
+
+    _, caution = run([source(1.0)])
+    _, answer = run([source(2.0)])
+    asyncio.run(show_caution(answer, get_event_emitter))
+    assert emitted == []
+    asyncio.run(show_caution(caution, get_event_emitter))
+    assert emitted == [caution_status(caution)]
+    with caplog.at_level(logging.WARNING, logger="ragfr.gate"):
+        asyncio.run(show_caution(caution, broken))  # no exception: the model is still called
+    assert "caution_status_failed" in caplog.text and "KeyError" in caplog.text

@@ -32,7 +32,7 @@ import math
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -307,6 +307,23 @@ def caution_status(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(decision, dict) or decision.get("decision") != Outcome.CAUTION.value:
         return None
     return {"type": "status", "data": {"action": "ragfr_caution", "description": CAUTION_LINE, "done": True}}
+
+
+async def show_caution(metadata: dict[str, Any] | None,
+                       get_event_emitter: Callable[[dict[str, Any]], Awaitable[Any]]) -> None:
+    """Emits caution_status through Open WebUI's emitter for this reply. Best effort: the caution source and the
+    model's instruction already travel with the passages, so a failed emit is logged, never raised."""
+    status = caution_status(metadata)
+    if status is None or metadata is None:
+        return
+    try:
+        emitter = await get_event_emitter(metadata)
+        if emitter:
+            await emitter(status)
+    except Exception as exc:  # the answer must not fail for want of its status line
+        log.warning(json.dumps({"event": "caution_status_failed", "chat_id": metadata.get("chat_id"),
+                                "message_id": metadata.get("message_id"),
+                                "error": f"{type(exc).__name__}: {first_line(exc)}"}, ensure_ascii=False))
 
 
 def refusal_response(form_data: dict[str, Any], metadata: dict[str, Any] | None,

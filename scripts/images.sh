@@ -4,6 +4,10 @@
 #                                    tag them <name>:<appVersion of charts/ragfr/Chart.yaml>, print reference + ID;
 #                                    also ragfr/reranker (the French cross-encoder, openwebui.reranker.source=image)
 #                                    when `make reranker` has trained it here, else says it is skipped
+#   scripts/images.sh build-ragdb-ragfr, then build-owui-init
+#                                    `build` in two halves: the first needs no .venv-owui (make test runs it while
+#                                    that venv installs), the second smoke-tests owui-init with it and ends as
+#                                    `build` does (reranker, .build/images.built)
 #   scripts/images.sh save DIR [VALUES.yaml ...]
 #                                    one OCI archive per image in DIR + DIR/SHA256SUMS (air-gapped sites,
 #                                    `k3s ctr images import`), named localhost/ragfr/<name>:<appVersion> as the chart
@@ -93,34 +97,49 @@ build_reranker() {
   echo "images: reranker built ($tag, $((SECONDS - t0)) s)" >&2
 }
 
-build() {
-  local base_args=() ragdb_args=(--local-base) tag t0
-  if [[ "${IMAGES_BASE:-}" == official ]]; then
-    ragdb_args=()
-  else
-    # build-image.sh --local-base makes the minbase when it is missing; the other two reuse it.
-    base_args=(--base "${IMAGES_BASE:-$MINBASE}")
-  fi
+# Where the ragfr and owui-init images start from: the debootstrap minbase unless IMAGES_BASE says otherwise.
+base_args() {
+  if [[ "${IMAGES_BASE:-}" != official ]]; then echo --base; echo "${IMAGES_BASE:-$MINBASE}"; fi
+}
+
+# ragfr/ragdb and ragfr/ragfr, each smoke-tested: they need nothing but this checkout, .venv and the private
+# cluster (`make test` builds them while it installs the Open WebUI venv).
+build_ragdb_ragfr() {
+  local ragdb_args=(--local-base) base tag t0
+  mapfile -t base < <(base_args)
+  # build-image.sh --local-base makes the minbase when it is missing; the other images reuse it.
+  if [[ "${IMAGES_BASE:-}" == official ]]; then ragdb_args=(); fi
   t0=$SECONDS
   tag="$(bash "$ROOT/scripts/build-image.sh" "${ragdb_args[@]}" | tail -1)"
   "${PODMAN[@]}" tag "$tag" "$(ref ragdb)"
   echo "images: ragdb built ($tag, $((SECONDS - t0)) s)" >&2
   t0=$SECONDS
-  tag="$(bash "$ROOT/images/ragfr/build.sh" "${base_args[@]}" | tail -1)"
+  tag="$(bash "$ROOT/images/ragfr/build.sh" "${base[@]}" | tail -1)"
   "${PODMAN[@]}" tag "$tag" "$(ref ragfr)"
   echo "images: ragfr built ($tag, $((SECONDS - t0)) s)" >&2
-  t0=$SECONDS
-  tag="$(bash "$ROOT/images/owui-init/build.sh" "${base_args[@]}" | tail -1)"
-  "${PODMAN[@]}" tag "$tag" "$(ref owui-init)"
-  echo "images: owui-init built ($tag, $((SECONDS - t0)) s)" >&2
   if [[ "${IMAGES_SKIP_SMOKE:-}" != 1 ]]; then
     t0=$SECONDS
     bash "$ROOT/scripts/image-smoke.sh" "$(ref ragdb)" >&2
     bash "$ROOT/images/ragfr/smoke-host.sh" "$(ref ragfr)" >&2
-    bash "$ROOT/images/owui-init/smoke.sh" "$(ref owui-init)" >&2
-    echo "images: smoke tests passed ($((SECONDS - t0)) s)" >&2
+    echo "images: ragdb and ragfr smoke tests passed ($((SECONDS - t0)) s)" >&2
   fi
-  build_reranker "${base_args[@]}"
+}
+
+# ragfr/owui-init, smoke-tested against the pristine Open WebUI of .venv-owui, then the optional reranker and
+# the record of what this checkout built (after build_ragdb_ragfr).
+build_owui_init() {
+  local base tag t0
+  mapfile -t base < <(base_args)
+  t0=$SECONDS
+  tag="$(bash "$ROOT/images/owui-init/build.sh" "${base[@]}" | tail -1)"
+  "${PODMAN[@]}" tag "$tag" "$(ref owui-init)"
+  echo "images: owui-init built ($tag, $((SECONDS - t0)) s)" >&2
+  if [[ "${IMAGES_SKIP_SMOKE:-}" != 1 ]]; then
+    t0=$SECONDS
+    bash "$ROOT/images/owui-init/smoke.sh" "$(ref owui-init)" >&2
+    echo "images: owui-init smoke test passed ($((SECONDS - t0)) s)" >&2
+  fi
+  build_reranker "${base[@]}"
   mkdir -p "$ROOT/.build"
   # What this checkout built, by image ID: the cluster smoke runs these even if another checkout sharing the
   # podman store re-tags <name>:<appVersion> meanwhile.
@@ -243,7 +262,9 @@ current() {
 }
 
 case "${1:-}" in
-  build) build ;;
+  build) build_ragdb_ragfr; build_owui_init ;;
+  build-ragdb-ragfr) build_ragdb_ragfr ;;
+  build-owui-init) build_owui_init ;;
   save) shift; save "$@" ;;
   current) current ;;
   push) push "${2:-}" ;;
@@ -251,5 +272,5 @@ case "${1:-}" in
   ids) list_ids ;;
   inputs) inputs ;;
   pin) pin_value "${2:-}" "${3:-}" ;;
-  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,33p' "$0" >&2; exit 2 ;;
 esac

@@ -6,9 +6,9 @@
 #   3. at once (issue 37 item 9: the machine has two cores; a pytest run of computed tests keeps one busy, and
 #      much of the setup and the rest of the suite wait on downloads, podman, Open WebUI, a browser or a registry):
 #        late setup: .venv-owui with the real open-webui 0.12.4 (CPU torch when reachable) (scripts/setup-owui.sh)
-#                    beside .venv-s3double with moto's S3 server (scripts/setup-s3double.sh), then the three
-#                    images the chart names, smoke-tested (make images); its output in .build/late-setup.log,
-#                    printed whole when it ends
+#                    beside .venv-s3double with moto's S3 server (scripts/setup-s3double.sh) and the ragdb and
+#                    ragfr images, then the owui-init image: the three images the chart names, smoke-tested
+#                    (what make images builds); its output in .build/late-setup.log, printed whole when it ends
 #        compute:    ruff + mypy, then pytest on every test the three other lanes do not run (chart renders, the
 #                    database's migrations and roles, the CLI, the embedding migration, the docs' walks, ...)
 #        indexes:    pytest on tests/retrieval, tests/lexical_index, tests/vector_index, tests/filters and
@@ -51,18 +51,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The Open WebUI venv beside the S3 double (two independent venvs, mostly downloads), then the images, whose
-# owui-init smoke test reads .venv-owui. No apt here: `make setup` installed every Debian package before.
+# Three things at once, mostly downloads: the Open WebUI venv, the S3 double's venv, and the ragdb and ragfr
+# images (each smoke-tested; they need neither venv). Then the owui-init image, whose smoke test reads
+# .venv-owui: together what `make images` builds. No apt here: `make setup` installed every Debian package.
 late_setup() {
   mkdir -p .build
   bash scripts/setup-s3double.sh >.build/setup-s3double.log 2>&1 &
   local s3double_pid=$!
-  bash scripts/setup-owui.sh
+  bash scripts/images.sh build-ragdb-ragfr >.build/images-ragdb-ragfr.log 2>&1 &
+  local images_pid=$!
+  bash scripts/setup-owui.sh || { kill "$s3double_pid" "$images_pid" 2>/dev/null; return 1; }
   wait "$s3double_pid" || { cat .build/setup-s3double.log; echo "setup-s3double failed" >&2; return 1; }
   cat .build/setup-s3double.log
   touch "$late.venvs"  # the Open WebUI lane starts (make test without arguments)
-  step "images: ragfr/ragdb, ragfr/ragfr, ragfr/owui-init with the chart's appVersion, each smoke-tested (make images)"
-  bash scripts/images.sh build
+  step "images: ragfr/ragdb and ragfr/ragfr (started with the venvs), then ragfr/owui-init, each smoke-tested"
+  wait "$images_pid" || { cat .build/images-ragdb-ragfr.log; echo "images.sh build-ragdb-ragfr failed" >&2; return 1; }
+  cat .build/images-ragdb-ragfr.log
+  bash scripts/images.sh build-owui-init
 }
 
 step "setup: apt, venv, pgvector, private PostgreSQL root"

@@ -33,7 +33,7 @@ def _paths_below(directory: Path) -> set[str]:
 
 
 def test_owui_init_context_holds_only_the_product(late_setup: None) -> None:
-    # late_setup: under `make test`, scripts/images.sh build assembles the same .build/owui-init-context meanwhile
+    # late_setup: under `make test`, the late setup's images.sh assembles the same .build/owui-init-context meanwhile
     # (build.sh empties it first): both at once would each see, or break, the other's half-made folder.
     done = subprocess.run(["bash", str(REPO / "images" / "owui-init" / "build.sh"), "--context-only"],
                           capture_output=True, text=True, check=False)

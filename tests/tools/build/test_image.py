@@ -31,7 +31,7 @@ def _unavailable() -> str | None:
 
 @pytest.fixture(scope="module")
 def image(late_setup: None) -> str:
-    # late_setup: under `make test`, scripts/images.sh build runs build-image.sh meanwhile, in the same
+    # late_setup: under `make test`, the late setup's images.sh runs build-image.sh meanwhile, in the same
     # .build/image-context and debootstrap root; once it is done, this build reuses its image (same inputs).
     reason = _unavailable()
     if reason:

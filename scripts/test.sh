@@ -102,7 +102,8 @@ else
   start_cluster
   mkdir -p .build
   rm -f "$late.ok" "$late.failed" "$late.waited" "$late.venvs"
-  step "late setup in the background (Open WebUI venv beside the S3 double, then make images): $late.log"
+  step "late setup in the background (Open WebUI and S3-double venvs beside the ragdb and ragfr images, then" \
+    "owui-init): $late.log"
   ( late_setup ) >"$late.log" 2>&1 &
   late_pid=$!
 

@@ -30,11 +30,11 @@
 #   4. the retrieval-quality gate
 #   5. the cluster is stopped whatever happened
 # Measured (2026-12-06, a fresh clone with `CI=true bash .ci/run`, no podman image, while another job kept one of the
-# two cores busy for 15 min and a second checkout set up its venvs): 1,920 s and 1,903 s, the two cores busy (1.92 on
-# average over the second run, 2.00 until its last 8 minutes). In the second: setup 175 s; the lanes at 178 s; the
-# late setup done at 1,023 s; index lane 1,015 s, Open WebUI lane 1,012 s (from 561 s), image lane 839 s (from
-# 1,023 s), compute lane 1,485 s (ends last, 1,814 s); the quality gate 39 s. With two lanes, CI took 2,953 s (stop
-# 41, 2026-12-03).
+# two cores busy for 15 min): 1,920 s and 1,903 s with the images built after the venvs; 1,773 s and 1,854 s with
+# ragdb and ragfr built beside them, the two cores busy (1.91 on average). In the last: setup 113 s; the lanes at
+# 114 s; the late setup done at 676 s; index lane 1,016 s, Open WebUI lane 898 s, image lane 1,058 s, compute lane
+# 1,492 s (ends last, at 1,791 s); the quality gate 63 s. With two lanes, CI took 2,953 s (stop 41, 2026-12-03); with
+# four, 2,617 s (stop 42, the images after the venvs).
 # `scripts/test.sh ARGS...` (e.g. a test path): the whole setup first, as before, then one pytest with those
 # arguments, no lanes and no waiting.
 # Re-runs skip setup steps whose inputs did not change (stamps under .build/).

@@ -204,7 +204,26 @@ def test_a_large_collection_walks_its_own_graph_which_another_upload_never_chang
             tops.append([h.id for h in result.hits])
         return tops
 
-    before = top10s()
+    # E, under the limit, is searched with C (a chat with two knowledge bases): each is searched alone, E
+    # exactly and C on its own graph, and the two merged; one walk of the shared graph for both would be
+    # shaped by D.
+    conn.execute("INSERT INTO document_chunk (id, vector, collection_name, text, vmetadata, embedding_model)"
+                 " SELECT 'e-' || id, vector, 'e', text, vmetadata, embedding_model FROM document_chunk"
+                 " WHERE collection_name = 'a' ORDER BY id LIMIT %s", (limit // 2,))
+
+    def together() -> list[list[str]]:
+        tops = []
+        for question, vector in zip(corpus["questions"], corpus["vectors"], strict=True):
+            result = search(conn, question, collections=["c", "e"], query_vector=vector, config=config)
+            arm = result.arms["semantic"]
+            assert arm.scope == "per collection" and arm.parts is not None, arm
+            assert [(p["collection"], p["scope"], p["filter_index"]) for p in arm.parts] == [
+                ("c", "collection graph", graph), ("e", "collections", None)], arm.parts
+            tops.append([h.id for h in result.hits])
+        return tops
+
+    before, before_together = top10s(), together()
+    assert any(h.startswith("e-") for top in before_together for h in top)
     # D, three times B and many times C, lands beside it and gets its own graph at the next sync.
     for i in range(3):
         _copy(conn, "b", "d", f"d{i}-")
@@ -213,6 +232,8 @@ def test_a_large_collection_walks_its_own_graph_which_another_upload_never_chang
     after = top10s()
     changed = [(q, x, y) for q, x, y in zip(corpus["questions"], before, after, strict=True) if x != y]
     assert not changed, f"{len(changed)} of {len(before)} top 10s of C changed when D was written: {changed[:3]}"
+    changed = [(q, x, y) for q, x, y in zip(corpus["questions"], before_together, together(), strict=True) if x != y]
+    assert not changed, f"{len(changed)} of {len(before)} top 10s of C and E changed when D was written: {changed[:3]}"
 
     # The graph is a graph: its vector arm against the exact top 10 of the same collection, reported.
     exact = [[h.id for h in search(conn, q, collections=["c"], query_vector=v, config=CONFIG).hits]
@@ -237,6 +258,6 @@ def test_a_large_collection_walks_its_own_graph_which_another_upload_never_chang
     assert report.collections_forgotten == ["c"] and graph in report.dropped
     result = search(conn, corpus["questions"][0], collections=["c"], query_vector=corpus["vectors"][0], config=config)
     assert result.arms["semantic"].scope == "collections"
-    for name in ("c", "d"):
+    for name in ("c", "d", "e"):
         conn.execute("DELETE FROM document_chunk WHERE collection_name = %s", (name,))
     graphs.sync(conn, collection_rows=limit, say=lambda m: None)

@@ -22,7 +22,14 @@ A search of one collection larger than that walks the collection's own graph, a 
 rows that `ragfr filter-index sync` builds by itself for every collection above collection_exact_rows
 (ragfr.vector_index.graphs, migration 0016): what other collections hold or receive cannot change that walk,
 and its ef_search follows the collection's size, not the database's (scope "collection graph"). Until the
-graph is built, or for several collections at once, the walk is the shared graph's (scope "shared graph").
+graph is built, the walk is the shared graph's (scope "shared graph").
+
+Several collections searched together, more than collection_exact_rows chunks in all (a chat with several
+knowledge bases attached), are searched one by one, each as if it were searched alone (exact below the limit,
+its own graph above it), and their candidates merged by distance, ties by id (scope "per collection", each
+collection's own report in `parts`): one walk of the shared graph for all of them would be shaped by every
+other collection in the database. A part that had to walk the shared graph (its graph not built yet) names
+that scope instead, so the report never claims an isolation the walk did not have.
 
 A declared filter (`ragfr filter-index add key=value`, ragfr.vector_index.graphs) has its own graph, a
 partial index over the rows it passes. A search with that equality walks it (the planner proves the
@@ -37,7 +44,7 @@ are float32 cosines, as with the full-precision index, and ties are broken by id
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import psycopg
@@ -108,10 +115,14 @@ def nearest(
     which sets the share of the walk a filter wastes (default: `searched`). `restore`: put back the
     planner settings the walk changes (enable_sort, hnsw.iterative_scan) afterwards; a caller that ends
     the transaction right after, with no sorting statement, can skip that round trip."""
+    indexed = searched if indexed is None else indexed
+    if config.exact_threshold is None and len(set(filters.collections)) > 1 \
+            and searched > config.collection_exact_rows:
+        return _per_collection(conn, vector, filters, config, searched, indexed, precision, restore)
     depth = config.semantic_depth
     report = ArmReport("semantic", depth, searched=searched)
     literal = vector_literal(vector)
-    plan = _plan(conn, filters, config, searched, searched if indexed is None else indexed, report)
+    plan = _plan(conn, filters, config, searched, indexed, report)
     rows: list[Any] = []
     small = False
     if plan.count_first:
@@ -137,6 +148,44 @@ def nearest(
             f"{plan.threshold} rows pass the filters"
         )
     return candidates, report
+
+
+# Scopes whose answer nothing outside the searched collection can change.
+_ISOLATED = frozenset({"collections", "collection graph", "filter"})
+
+
+def _per_collection(
+    conn: psycopg.Connection[Any], vector: list[float], filters: Filters, config: SearchConfig, searched: int,
+    indexed: int, precision: Precision, restore: bool,
+) -> tuple[list[SemanticCandidate], ArmReport]:
+    """Each collection searched alone, the candidates merged (module docstring)."""
+    names = list(dict.fromkeys(filters.collections))
+    counts = dict(conn.execute(
+        "SELECT collection_name, n_docs FROM ragfr_collection_stats WHERE collection_name = ANY(%s)", (names,)
+    ).fetchall())
+    shared_ef = config.ef_search_at(indexed)
+    merged: list[SemanticCandidate] = []
+    parts: list[dict[str, Any]] = []
+    for i, name in enumerate(names):
+        last = i == len(names) - 1
+        found, part = nearest(conn, vector, replace(filters, collections=(name,)), config, int(counts.get(name, 0)),
+                              indexed=indexed, precision=precision, restore=restore or not last)
+        if part.ef_search is not None and not last:
+            scan.set_ef_search(conn, shared_ef)  # the next part walks at its own size, or the shared graph's
+        merged.extend(found)
+        parts.append({"collection": name, **{k: v for k, v in asdict(part).items() if k not in ("name", "depth")}})
+    # The order one search over their union gives: nearest first, ties by id.
+    merged.sort(key=lambda c: (-c.similarity, c.id))
+    depth = config.semantic_depth
+    report = ArmReport("semantic", depth, searched=searched, returned=min(depth, len(merged)), parts=parts)
+    report.strategy = "hnsw" if any(p["strategy"] == "hnsw" for p in parts) else "exact"
+    report.scope = next((p["scope"] for p in parts if p["scope"] not in _ISOLATED), "per collection")
+    report.floor_cut = sum(p["floor_cut"] for p in parts)
+    short = [p for p in parts if p["underfilled"]]
+    if short:
+        report.underfilled = True
+        report.reason = "; ".join(f"{p['collection']}: {p['reason']}" for p in short)
+    return merged[:depth], report
 
 
 def _plan(conn: psycopg.Connection[Any], filters: Filters, config: SearchConfig, searched: int, graph: int,

@@ -66,11 +66,15 @@ class ArmReport:
     # exactly (they hold at most collection_exact_rows chunks), nothing else in the database can change it;
     # "filter": exact over the rows the filters pass (the cost rule); "collection graph": a walk of the
     # searched collection's own graph (nothing else in the database can change it either); "shared graph" /
-    # "filter graph": a walk of the graph every collection shares or of a declared filter's own graph.
+    # "filter graph": a walk of the graph every collection shares or of a declared filter's own graph;
+    # "per collection": several collections searched one by one in those isolated ways (see `parts`).
     scope: str | None = None
     # vector arm, "collection graph": hnsw.ef_search of that walk, set by the collection's own size (the
     # settings' ef_search is the shared graph's)
     ef_search: int | None = None
+    # vector arm, scope "per collection": each searched collection's own report (its name under
+    # "collection"), the collections having been searched one by one and their candidates merged
+    parts: list[dict[str, Any]] | None = None
 
 
 @dataclass

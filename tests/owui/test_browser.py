@@ -5,7 +5,8 @@ through the page's file chooser, then two new chats, each attaching the knowledg
   - "Dans quel délai dois-je déclarer un vol ?" -> the theft sentence with its citation chip, one chat request;
   - "Quelle est la capitale du Pérou ?"           -> the gate's French refusal with the closest passages and
                                                     their file names, zero chat requests;
-  - "Qui contacter en cas de sinistre ?"          -> near the contract's topic but not in it: the shipped e5
+  - "Les dommages causés par les termites sont-ils couverts ?"
+                                                  -> near the contract's topic but not in it: the shipped e5
                                                     gate is unsure, so the model is called once and the
                                                     analyst reads the French caution line above the reply
                                                     without a click, and again in the caution chip's modal.

@@ -7,10 +7,12 @@ Splits, fixed by hashes (no seed, no file order):
   PIAF      by article: sha256(title) mod 10 < 2 is TEST (the reranker's split, ragfr_tools.reranker.data),
             2-3 DEV, 4-9 FIT; a seeded sample of each side's questions is asked.
   golden, eval/gate/unanswerable.jsonl   by question: sha256(id) mod 10, the same buckets.
-Collections (production ingestion, e5-small): PIAF whole; PIAF's train articles (FIT + DEV: the near-domain
-corpus of the TEST questions, as in ragfr_tools.reranker.gate_rates); PIAF's TEST articles (the near-domain
-corpus of the FIT and DEV questions: a fifth of PIAF, so fitting saw sparser near-domain corpora than the test
-side meets); golden.
+Collections (production ingestion, e5-small): PIAF whole; for each side, PIAF without that side's articles
+(`piaf-no-<side>`: the near-domain corpus of its questions; TEST's is FIT + DEV, as in
+ragfr_tools.reranker.gate_rates, 80 % of PIAF; DEV's FIT + TEST, 80 % too, so the thresholds are chosen on
+near-domain corpora as dense as the test side meets; FIT's DEV + TEST, 40 %); golden. (Until 2026-12-06 FIT
+and DEV questions were asked of the TEST articles alone, a fifth of PIAF: the DEV side then answered 9 % of
+its near-domain questions without caution and the TEST side 25 %.)
 Kinds:
   answerable   a question asked of the collection that holds its paragraph, which the fused top 3 (what the
                chat model receives) holds; `miss` when the top 3 does not hold it (kept, not fitted on)
@@ -18,6 +20,9 @@ Kinds:
                asked of golden
   off          PIAF questions asked of golden, golden questions asked of PIAF, unanswerable.jsonl questions
                asked of PIAF (and its off-domain ones of golden)
+A PIAF question's row also says whether one of its annotated answers is written in the fused top 3
+(`answer_in_top3`, case and spacing ignored): a near-domain question whose answer another article states
+is answerable after all, which the labels, one paragraph per question, do not know.
 """
 
 from __future__ import annotations
@@ -59,19 +64,23 @@ class Ask:
     kind: str  # answerable (or miss, decided by the search) | near | off
     relevant: tuple[str, ...] = ()
     filters: tuple[tuple[str, Any], ...] = ()
+    answers: tuple[str, ...] = ()  # PIAF's annotated answer spans
 
 
-def plan(piaf: Dataset, golden: Dataset, per_side: dict[str, int], seed: int) -> Iterator[Ask]:
+def plan(piaf: Dataset, golden: Dataset, per_side: dict[str, int], seed: int,
+         answers: dict[str, tuple[str, ...]] | None = None) -> Iterator[Ask]:
     titles = {d: doc.title for d, doc in piaf.corpus.items()}
+    spans = answers or {}
     for side in SIDES:
         ids = [q for q, rel in piaf.qrels.items() if side_of(titles[next(iter(rel))]) == side]
         side_ds = Dataset(f"piaf-{side}", piaf.corpus, {q: piaf.queries[q] for q in ids},
                           {q: piaf.qrels[q] for q in ids})
         for q in sample_queries(side_ds, per_side[side], seed):
             rel = tuple(d for d, g in piaf.qrels[q.id].items() if g > 0)
-            yield Ask("piaf", side, q.id, q.text, "piaf", "answerable", rel)
-            yield Ask("piaf", side, q.id, q.text, "piaf-train" if side == "test" else "piaf-test", "near")
-            yield Ask("piaf", side, q.id, q.text, "golden", "off")
+            a = spans.get(q.id, ())
+            yield Ask("piaf", side, q.id, q.text, "piaf", "answerable", rel, answers=a)
+            yield Ask("piaf", side, q.id, q.text, f"piaf-no-{side}", "near", answers=a)
+            yield Ask("piaf", side, q.id, q.text, "golden", "off", answers=a)
     for q in sorted(golden.queries.values(), key=lambda q: q.id):
         rel = tuple(d for d, g in golden.qrels.get(q.id, {}).items() if g > 0)
         if not rel:
@@ -85,6 +94,24 @@ def plan(piaf: Dataset, golden: Dataset, per_side: dict[str, int], seed: int) ->
         yield Ask("unanswerable", side, item["_id"], item["text"], "piaf", "off")
 
 
+def answer_spans(piaf_json: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """PIAF question id -> its annotated answers."""
+    return {str(qa["id"]): tuple(str(a["text"]) for a in qa.get("answers", []) if str(a["text"]).strip())
+            for article in piaf_json["data"] for p in article["paragraphs"] for qa in p["qas"]}
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def answer_in(answers: tuple[str, ...], passages: list[str]) -> bool | None:
+    """Whether one of `answers` is written in one of `passages` (None: no annotated answer)."""
+    if not answers:
+        return None
+    held = [_norm(t) for t in passages]
+    return any(_norm(a) in t for a in answers for t in held)
+
+
 def collections(conn: Any, piaf: Dataset, golden: Dataset, embedder: Any) -> dict[str, tuple[str, dict[str, str]]]:
     """collection key -> (collection name, chunk id -> document id), ingested idempotently."""
     from ragfr.eval.corpus import chunk_documents, ensure_ingested
@@ -92,8 +119,8 @@ def collections(conn: Any, piaf: Dataset, golden: Dataset, embedder: Any) -> dic
 
     datasets = {"piaf": piaf, "golden": golden}
     titles = {doc.title for doc in piaf.corpus.values()}
-    datasets["piaf-train"] = subset(piaf, {t for t in titles if side_of(t) != "test"}, "piaf-train")
-    datasets["piaf-test"] = subset(piaf, {t for t in titles if side_of(t) == "test"}, "piaf-test")
+    for side in SIDES:
+        datasets[f"piaf-no-{side}"] = subset(piaf, {t for t in titles if side_of(t) != side}, f"piaf-no-{side}")
     out = {}
     for key, ds in datasets.items():
         print(f"gate_collect: ingesting {key} ({len(ds.corpus)} documents; cached embeddings reused)", flush=True)
@@ -105,7 +132,7 @@ def collections(conn: Any, piaf: Dataset, golden: Dataset, embedder: Any) -> dic
 
 def articles_in(dsn: str, piaf: Dataset, collection: str) -> Dataset:
     """PIAF restricted to the articles every paragraph of which `collection` holds (a partly ingested PIAF
-    collection: a run bounded in time on a busy machine, where embedding all of PIAF takes most of an hour)."""
+    collection: a run bounded in time on a busy machine; embedding all of PIAF took 366 s on a quiet one)."""
     import psycopg
 
     with psycopg.connect(dsn) as conn:
@@ -131,13 +158,14 @@ def collect(dsn: str, piaf_json: Path, out: Path, per_side: dict[str, int], seed
     from ragfr.retrieval.config import SearchConfig
     from ragfr.retrieval.gate import GateConfig, assess
 
-    piaf, _, _ = split_dataset(load_piaf(piaf_json))
+    raw = load_piaf(piaf_json)
+    piaf, _, _ = split_dataset(raw)
     if articles_from:
         piaf = articles_in(dsn, piaf, articles_from)
         print(f"gate_collect: PIAF restricted to {piaf.name} ({len(piaf.corpus)} paragraphs, "
               f"{len(piaf.queries)} questions)", flush=True)
     golden = load_dataset(GOLDEN)
-    asks = list(plan(piaf, golden, per_side, seed))
+    asks = list(plan(piaf, golden, per_side, seed, answer_spans(raw)))
     random.Random(seed).shuffle(asks)  # a run cut short still holds every side and kind in proportion
     embedder = load_embedder(EMBEDDER)
     texts = sorted({a.text for a in asks})
@@ -152,14 +180,20 @@ def collect(dsn: str, piaf_json: Path, out: Path, per_side: dict[str, int], seed
             name, chunk_to_doc = colls[a.target]
             result = hybrid.search(conn, a.text, collections=[name], conditions=from_mapping(dict(a.filters)),
                                    query_vector=vectors[a.text], embedder=embedder, config=config)
-            kind = a.kind
+            kind, relevant = a.kind, None
             if kind == "answerable":
                 top3 = documents_ranking([h.id for h in result.hits], chunk_to_doc)[:3]
                 kind = "answerable" if set(top3) & set(a.relevant) else "miss"
+                # the first of the top 3 passages that belongs to the question's paragraph
+                relevant = next((i for i, h in enumerate(result.hits[:3]) if chunk_to_doc.get(h.id) in a.relevant),
+                                None)
             rows.append({"source": a.source, "side": a.side, "qid": a.qid, "text": a.text, "target": a.target,
                          "kind": kind, "features": result.evidence,
+                         "answer_in_top3": answer_in(a.answers, [h.text or "" for h in result.hits[:3]]),
                          "rank_gate": "answer" if assess(result.hits, rank_gate).grounded else "refuse",
-                         "top": [h.text[:200] for h in result.hits[:1]]})
+                         "top": [h.text[:200] for h in result.hits[:1]],
+                         # what the chat model reads (ragfr_tools.eval.answerability reads them again by id)
+                         "top3_ids": [h.id for h in result.hits[:3]], "relevant_rank": relevant})
             f.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")  # a cut run leaves what it searched
             f.flush()
             if n % 200 == 0 or n == len(asks):
@@ -173,4 +207,4 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-__all__ = ["Ask", "Query", "collect", "plan", "read_rows", "side_of"]
+__all__ = ["Ask", "Query", "answer_in", "answer_spans", "collect", "plan", "read_rows", "side_of"]

@@ -173,3 +173,14 @@ def test_missing_dsn_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch
     assert bench_main.main(["--sizes", "1000"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("ragfr bench: no database") and "\n" not in err
+
+
+def test_collections_bench_searches_knowledge_bases_together_only_past_the_limit() -> None:
+    """bench.collections' groups: every collection past collection_exact_rows, every one under it, the smallest
+    with the largest; a group that together stays under the limit is scored exactly as one and is left out."""
+    from ragfr_tools.bench.collections import _groups
+
+    assert _groups([1000, 4000, 9000, 16000, 30000, 40000]) == [
+        ("kb16000", "kb30000", "kb40000"), ("kb1000", "kb4000", "kb9000"), ("kb1000", "kb40000")]
+    assert _groups([1000, 2000, 3000]) == []
+    assert _groups([1000, 20000]) == [("kb1000", "kb20000")]

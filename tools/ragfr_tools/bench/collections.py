@@ -13,6 +13,12 @@ noisy copy (cosine ~0.8) of a random vector of the searched collection. The hybr
 WebUI adapter runs it (the lexical arm on a second connection); each case answers different questions than
 the warm-up pass, and the phases run one after the other on the same database (the collections' graphs,
 once built, are what a search of theirs walks: the two layouts cannot take turns call by call).
+
+Several knowledge bases searched together (a chat with several attached): the groups of `_groups` (every
+collection past the limit; every one under it; the smallest with the largest), each asked questions of its
+members in turn, recall against the exact top 10 of their union. Before issue 39 such a search walked the
+shared graph once for all of them (the cost rule's threshold pinned, which keeps the before phase's single
+collections as they were); as shipped, each member is searched alone and the candidates merged.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ragfr.db.connect import with_database
 from ragfr.retrieval.arms import SEMANTIC
 from ragfr.retrieval.config import COLLECTION_EXACT_ROWS, SearchConfig
 from ragfr.retrieval.hybrid import search
+from ragfr.retrieval.semantic import threshold_for
 from ragfr.vector_index import graphs as vector_graphs
 from ragfr.vector_index.upgrade import migrate
 from ragfr_tools import pgdb
@@ -135,6 +142,50 @@ def _phase(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], vect
     return out
 
 
+def _groups(sizes: list[int]) -> list[tuple[str, ...]]:
+    large = tuple(f"kb{n}" for n in sizes if n > COLLECTION_EXACT_ROWS)
+    small = tuple(f"kb{n}" for n in sizes if n <= COLLECTION_EXACT_ROWS)
+    both = (f"kb{min(sizes)}", f"kb{max(sizes)}")
+    groups = [g for g in (large, small, both) if len(g) > 1 and sum(int(n[2:]) for n in g) > COLLECTION_EXACT_ROWS]
+    return list(dict.fromkeys(groups))
+
+
+def _together(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], vectors: dict[str, np.ndarray],
+              questions: dict[str, list[tuple[str, np.ndarray]]], config: SearchConfig,
+              say_line: Callable[[str], None]) -> list[dict[str, Any]]:
+    out = []
+    vector_only = replace(config, lexical=False)
+    for group in _groups([len(v) for v in vectors.values()]):
+        ids = [f"{name}-{i:07d}" for name in group for i in range(len(vectors[name]))]
+        union = np.vstack([vectors[name] for name in group])
+        # the members' questions in turn, warm-up half first as in _phase
+        qs = [q for pair in zip(*(questions[name] for name in group), strict=False) for q in pair]
+        total: list[float] = []
+        arm: list[float] = []
+        recall: list[float] = []
+        scopes: set[str] = set()
+        for turn, (text, q) in enumerate(qs):
+            t = time.perf_counter()
+            r = search(conn, text, collections=list(group), query_vector=q.tolist(), config=config,
+                       lexical_conn=lexical)
+            ms = (time.perf_counter() - t) * 1000
+            if turn < len(qs) // 2:
+                continue
+            total.append(ms)
+            arm.append(r.timings_ms[SEMANTIC.name])
+            scopes.add(str(r.arms[SEMANTIC.name].scope))
+            alone = search(conn, text, collections=list(group), query_vector=q.tolist(), config=vector_only)
+            recall.append(len({h.id for h in alone.hits} & _exact_top(union, ids, q)) / 10)
+        row: dict[str, Any] = {
+            "collections": list(group), "rows": len(ids), "scope": sorted(scopes), "hybrid_ms": summarize(total),
+            "vector_arm_ms": summarize(arm), "recall_at_10": round(float(np.mean(recall)), 4),
+            "recall_at_10_min": min(recall), "load_average": load_average()}
+        say_line(f"collections: together {'+'.join(group)} {row['scope']}: hybrid p50 {row['hybrid_ms']['p50']} ms, "
+                 f"vector arm p50 {row['vector_arm_ms']['p50']} ms, recall@10 {row['recall_at_10']}")
+        out.append(row)
+    return out
+
+
 def _graphs(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """`ragfr filter-index sync` as the chart's CronJob runs it, timed, with the cluster's memory, then the
     size of each graph it built."""
@@ -203,16 +254,21 @@ def run(dsn: str, sizes: list[int], queries: int, seed: int, keep: str | None = 
             settings: dict[str, str] = dict(conn.execute(
                 "SELECT name, setting FROM pg_settings WHERE name IN"
                 " ('shared_buffers', 'work_mem', 'max_parallel_workers_per_gather')").fetchall())
-            # Before issue 39: no collection is scored exactly for being one (the cost rule alone decides)
+            # Before issue 39: no collection is scored exactly for being one (the cost rule alone decides, its
+            # threshold at the whole graph's size pinned: several collections then walk the shared graph once)
             # and none has a graph of its own yet.
-            before = _phase(conn, lexical, vectors, questions, SearchConfig(collection_exact_rows=0, rerank=False),
-                            say)
+            old = SearchConfig(collection_exact_rows=0, rerank=False)
+            old = replace(old, exact_threshold=threshold_for(old, sum(sizes)))
+            before = _phase(conn, lexical, vectors, questions, old, say)
+            before_together = _together(conn, lexical, vectors, questions, old, say)
             graphs = _graphs(conn)
             shipped = _phase(conn, lexical, vectors, questions, SearchConfig(rerank=False), say)
+            shipped_together = _together(conn, lexical, vectors, questions, SearchConfig(rerank=False), say)
     return {"benchmark": "collections", "dims": DIMS, "model": MODEL, "sizes": sizes, "rows": sum(sizes),
             "queries_per_collection": queries, "seed": seed, "collection_exact_rows": COLLECTION_EXACT_ROWS,
             "collection_graph_rows": vector_graphs.COLLECTION_ROWS, "settings": settings, "machine": machine(),
-            "phases": {BEFORE: before, SHIPPED: shipped}, "collection_graphs": graphs}
+            "phases": {BEFORE: before, SHIPPED: shipped},
+            "together": {BEFORE: before_together, SHIPPED: shipped_together}, "collection_graphs": graphs}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,15 +46,16 @@ def side_of(key: str, dev_share: float, test_share: float) -> str:
     return "test" if u < test_share else "dev" if u < test_share + dev_share else "fit"
 
 
-def matrix(features: Sequence[Mapping[str, float]]) -> np.ndarray:
-    return np.array([[float(f.get(name, 0.0)) for name in FEATURES] for f in features], dtype=float).reshape(
-        len(features), len(FEATURES))
+def matrix(features: Sequence[Mapping[str, float]], names: Sequence[str] = FEATURES) -> np.ndarray:
+    return np.array([[float(f.get(name, 0.0)) for name in names] for f in features], dtype=float).reshape(
+        len(features), len(names))
 
 
 def fit(features: Sequence[Mapping[str, float]], labels: Sequence[bool], c: float = 1.0,
-        max_steps: int = 100) -> dict[str, Any]:
-    """The `model` section of a calibration (mean, scale, coef, intercept, C, class_weight, rows)."""
-    x, y = matrix(features), np.array(labels, dtype=float)
+        max_steps: int = 100, names: Sequence[str] = FEATURES) -> dict[str, Any]:
+    """The `model` section of a calibration (mean, scale, coef, intercept, C, class_weight, rows). `names`:
+    the features, in the coefficients' order (an experiment may add one; the product reads FEATURES)."""
+    x, y = matrix(features, names), np.array(labels, dtype=float)
     n_pos = int(y.sum())
     if n_pos == 0 or n_pos == len(y):
         raise ValueError(f"fitting needs positive and negative rows ({n_pos} positive of {len(y)})")

@@ -173,7 +173,8 @@ def _per_collection(
         if part.ef_search is not None and not last:
             scan.set_ef_search(conn, shared_ef)  # the next part walks at its own size, or the shared graph's
         merged.extend(found)
-        parts.append({"collection": name, **{k: v for k, v in asdict(part).items() if k not in ("name", "depth")}})
+        own = {k: v for k, v in asdict(part).items() if k not in ("name", "depth", "parts")}
+        parts.append({"collection": name, **own})
     # The order one search over their union gives: nearest first, ties by id.
     merged.sort(key=lambda c: (-c.similarity, c.id))
     depth = config.semantic_depth

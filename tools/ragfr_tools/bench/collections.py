@@ -108,34 +108,41 @@ def _exact_top(vectors: np.ndarray, ids: list[str], q: np.ndarray, k: int = 10) 
     return {ids[i] for i in np.argsort(-scores, kind="stable")[:k]}
 
 
+def _measure(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], names: list[str],
+             vectors: dict[str, np.ndarray], qs: list[tuple[str, np.ndarray]], config: SearchConfig) -> dict[str, Any]:
+    """Latency (hybrid, vector arm) of searching the collections `names` together, and the vector arm's
+    recall@10 against the exact top 10 of their union, over the second half of `qs` (the first half warms
+    the cache)."""
+    ids = [f"{name}-{i:07d}" for name in names for i in range(len(vectors[name]))]
+    union = np.vstack([vectors[name] for name in names])
+    vector_only = replace(config, lexical=False)
+    total: list[float] = []
+    arm: list[float] = []
+    recall: list[float] = []
+    scopes: set[str] = set()
+    for turn, (text, q) in enumerate(qs):
+        t = time.perf_counter()
+        r = search(conn, text, collections=names, query_vector=q.tolist(), config=config, lexical_conn=lexical)
+        ms = (time.perf_counter() - t) * 1000
+        if turn < len(qs) // 2:
+            continue
+        total.append(ms)
+        arm.append(r.timings_ms[SEMANTIC.name])
+        scopes.add(str(r.arms[SEMANTIC.name].scope))
+        # Recall from the arm alone (the fused top 10 mixes in the lexical arm's): the same walk or scan.
+        alone = search(conn, text, collections=names, query_vector=q.tolist(), config=vector_only)
+        recall.append(len({h.id for h in alone.hits} & _exact_top(union, ids, q)) / 10)
+    return {"rows": len(ids), "scope": sorted(scopes), "hybrid_ms": summarize(total),
+            "vector_arm_ms": summarize(arm), "recall_at_10": round(float(np.mean(recall)), 4),
+            "recall_at_10_min": min(recall), "load_average": load_average()}
+
+
 def _phase(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], vectors: dict[str, np.ndarray],
            questions: dict[str, list[tuple[str, np.ndarray]]], config: SearchConfig,
            say_line: Callable[[str], None]) -> list[dict[str, Any]]:
     out = []
-    vector_only = replace(config, lexical=False)
-    for name, vs in vectors.items():
-        ids = [f"{name}-{i:07d}" for i in range(len(vs))]
-        qs = questions[name]
-        total: list[float] = []
-        arm: list[float] = []
-        recall: list[float] = []
-        scopes: set[str] = set()
-        for turn, (text, q) in enumerate(qs):
-            t = time.perf_counter()
-            r = search(conn, text, collections=[name], query_vector=q.tolist(), config=config, lexical_conn=lexical)
-            ms = (time.perf_counter() - t) * 1000
-            if turn < len(qs) // 2:
-                continue
-            total.append(ms)
-            arm.append(r.timings_ms[SEMANTIC.name])
-            scopes.add(str(r.arms[SEMANTIC.name].scope))
-            # Recall from the arm alone (the fused top 10 mixes in the lexical arm's): the same walk or scan.
-            alone = search(conn, text, collections=[name], query_vector=q.tolist(), config=vector_only)
-            recall.append(len({h.id for h in alone.hits} & _exact_top(vs, ids, q)) / 10)
-        row: dict[str, Any] = {
-            "collection": name, "rows": len(vs), "scope": sorted(scopes), "hybrid_ms": summarize(total),
-            "vector_arm_ms": summarize(arm), "recall_at_10": round(float(np.mean(recall)), 4),
-            "recall_at_10_min": min(recall), "load_average": load_average()}
+    for name in vectors:
+        row = {"collection": name, **_measure(conn, lexical, [name], vectors, questions[name], config)}
         say_line(f"collections: {name} {row['scope']}: hybrid p50 {row['hybrid_ms']['p50']} ms, vector arm p50 "
                  f"{row['vector_arm_ms']['p50']} ms, recall@10 {row['recall_at_10']}")
         out.append(row)
@@ -154,34 +161,12 @@ def _together(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], v
               questions: dict[str, list[tuple[str, np.ndarray]]], config: SearchConfig,
               say_line: Callable[[str], None]) -> list[dict[str, Any]]:
     out = []
-    vector_only = replace(config, lexical=False)
     for group in _groups([len(v) for v in vectors.values()]):
-        ids = [f"{name}-{i:07d}" for name in group for i in range(len(vectors[name]))]
-        union = np.vstack([vectors[name] for name in group])
         # the members' questions in turn, warm-up half first as in _phase
         qs = [q for pair in zip(*(questions[name] for name in group), strict=False) for q in pair]
-        total: list[float] = []
-        arm: list[float] = []
-        recall: list[float] = []
-        scopes: set[str] = set()
-        for turn, (text, q) in enumerate(qs):
-            t = time.perf_counter()
-            r = search(conn, text, collections=list(group), query_vector=q.tolist(), config=config,
-                       lexical_conn=lexical)
-            ms = (time.perf_counter() - t) * 1000
-            if turn < len(qs) // 2:
-                continue
-            total.append(ms)
-            arm.append(r.timings_ms[SEMANTIC.name])
-            scopes.add(str(r.arms[SEMANTIC.name].scope))
-            alone = search(conn, text, collections=list(group), query_vector=q.tolist(), config=vector_only)
-            recall.append(len({h.id for h in alone.hits} & _exact_top(union, ids, q)) / 10)
-        row: dict[str, Any] = {
-            "collections": list(group), "rows": len(ids), "scope": sorted(scopes), "hybrid_ms": summarize(total),
-            "vector_arm_ms": summarize(arm), "recall_at_10": round(float(np.mean(recall)), 4),
-            "recall_at_10_min": min(recall), "load_average": load_average()}
-        say_line(f"collections: together {'+'.join(group)} {row['scope']}: hybrid p50 {row['hybrid_ms']['p50']} ms, "
-                 f"vector arm p50 {row['vector_arm_ms']['p50']} ms, recall@10 {row['recall_at_10']}")
+        row = {"collections": list(group), **_measure(conn, lexical, list(group), vectors, qs, config)}
+        say_line(f"collections: together {'+'.join(group)} {row['scope']}: hybrid p50 {row['hybrid_ms']['p50']} "
+                 f"ms, vector arm p50 {row['vector_arm_ms']['p50']} ms, recall@10 {row['recall_at_10']}")
         out.append(row)
     return out
 

@@ -109,6 +109,24 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
     assert line["rule"] == "evidence" and p is not None
     assert line["decision"] == ("answer" if p >= gate.answer_at else "caution" if p >= gate.caution_at else "refuse")
 
+    # The trade-off is the operator's: stricter targets, recorded with the calibration and in its command. On
+    # the same dev split, no unanswerable question answered puts the answer threshold above every unanswerable
+    # one (never below the default 2 %'s), and no answerable refused the caution threshold at the lowest
+    # answerable one (never above the default 2.5 % quantile).
+    monkeypatch.delenv(evidence_gate.ENV)
+    strict = tmp_path / "strict.json"
+    assert cli_main(["gate", "calibrate", "--dsn", dsn, "--collection", "wiki", "--answerable", str(answerable),
+                     "--unanswerable", str(unanswerable), "--out", str(tmp_path / "strict.yaml"),
+                     "--calibration-json", str(strict), "--not-refused", "1", "--unanswerable-answered", "0"]) == 0
+    capsys.readouterr()
+    tight = json.loads(strict.read_text(encoding="utf-8"))
+    assert tight["fitted"]["targets"] == {"not_refused": 1.0, "answered": 0.92, "negatives_answered": 0.0}
+    assert doc["fitted"]["targets"] == {"not_refused": 0.975, "answered": 0.92, "negatives_answered": 0.02}
+    assert "--not-refused 1.0 --unanswerable-answered 0.0" in tight["fitted"]["command"]
+    assert tight["model"] == doc["model"]  # the same fit: only the cuts move
+    assert tight["thresholds"]["answer_at"] >= doc["thresholds"]["answer_at"]
+    assert tight["thresholds"]["caution_at"] <= doc["thresholds"]["caution_at"]
+
 
 def test_the_chart_leaves_the_variable_out_by_default_and_rejects_a_calibration_without_thresholds() -> None:
     assert evidence_gate.ENV not in one(render({}), "ConfigMap", "-openwebui-env")["data"]
@@ -137,3 +155,21 @@ def test_a_model_without_calibration_falls_back_to_the_rank_rule_and_says_so(mig
     assert all(x["decision"] in ("answer", "refuse") for x in lines)
     warned = [r.getMessage() for r in caplog.records if "no fitted evidence gate" in r.getMessage()]
     assert len(warned) == 1 and USE in warned[0] and f"is for {E5}" in warned[0]
+
+
+@pytest.mark.parametrize("flag", ["--answered", "--not-refused", "--unanswerable-answered"])
+def test_a_target_that_is_not_a_share_is_refused(flag, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["gate", "calibrate", "--collection", "x", "--answerable", "a", "--unanswerable", "u", flag, "1.5"])
+    assert exit_.value.code == 2 and "1.5 is not a share between 0 and 1" in capsys.readouterr().err
+
+
+def test_the_help_states_the_targets_the_fit_uses_by_default(capsys) -> None:
+    """The CLI does not import the fit (numpy) to print its help: its stated defaults are checked here."""
+    from ragfr.retrieval.evidence_fit import DEFAULT_TARGETS
+
+    with pytest.raises(SystemExit):
+        cli_main(["gate", "calibrate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for value in (DEFAULT_TARGETS.not_refused, DEFAULT_TARGETS.answered, DEFAULT_TARGETS.negatives_answered):
+        assert f"(default: {value})" in text

@@ -27,6 +27,9 @@ split by a hash of their id: the model is fitted on one part, its two thresholds
 and the rates printed are those of --test-share, questions the fit never saw, beside today's rank rule:
   answerable (source top 3)   answered / cautioned / refused   (you want few refused)
   unanswerable                answered / cautioned / refused   (you want most refused)
+The two thresholds follow three targets on the dev split, recorded with the calibration: --not-refused (the
+caution threshold), --answered and --unanswerable-answered (the answer threshold). Lower --answered or
+--unanswerable-answered to caution more of the questions near your domain; raise --answered to caution fewer.
 
 --out is a Helm values file (openwebui.gate.calibration): `helm upgrade <release> charts/ragfr --reuse-values
 -f gate-values.yaml` and the chat's gate uses it for this embedding model (docs/runbooks/gate-calibration.md).
@@ -79,7 +82,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="share of the questions the thresholds are chosen on (default: %(default)s)")
     cal.add_argument("--test-share", type=_share, default=0.3, metavar="S",
                      help="share held out, on which the rates are printed (default: %(default)s)")
+    # Defaults: ragfr.retrieval.evidence_fit.DEFAULT_TARGETS (not imported here: numpy on every CLI start).
+    cal.add_argument("--not-refused", type=_target, metavar="S",
+                     help="share of the answerable questions the gate must not refuse, on the dev split: sets the "
+                          "caution threshold (default: 0.975)")
+    cal.add_argument("--answered", type=_target, metavar="S",
+                     help="share of them answered without caution, unless that answers more than "
+                          "--unanswerable-answered of the unanswerable: sets the answer threshold (default: 0.92)")
+    cal.add_argument("--unanswerable-answered", type=_target, metavar="S",
+                     help="most share of the unanswerable questions answered without caution (default: 0.02); "
+                          "lower it, or --answered, for more cautions near your documents' domain")
     cal.set_defaults(func=run_calibrate)
+
+
+def _target(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is not a share between 0 and 1")
+    return value
 
 
 def _share(text: str) -> float:
@@ -139,6 +162,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from ragfr.embed import load_embedder, read_space
     from ragfr.eval import gate_calibrate as cal
     from ragfr.retrieval.collections import require_collections
+    from ragfr.retrieval.evidence_fit import DEFAULT_TARGETS, Targets
 
     if args.dev_share + args.test_share > 0.8:
         raise ConfigError("--dev-share + --test-share leave less than 20 % of the questions to fit on")
@@ -154,10 +178,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
         embedder = load_embedder(model)
         rows = cal.search_all(conn, args.collection, embedder, answerable, unanswerable, args.dev_share,
                               args.test_share, sys.stderr)
-    report, doc = cal.fit_rows(rows, model)
+    chosen = {"not_refused": args.not_refused, "answered": args.answered,
+              "negatives_answered": args.unanswerable_answered}
+    targets = Targets(**{k: v if v is not None else getattr(DEFAULT_TARGETS, k) for k, v in chosen.items()})
+    report, doc = cal.fit_rows(rows, model, targets=targets)
+    flags = {"not_refused": "--not-refused", "answered": "--answered", "negatives_answered": "--unanswerable-answered"}
     command = shlex.join(["ragfr", "gate", "calibrate", *[a for c in args.collection for a in ("--collection", c)],
                           "--answerable", args.answerable, "--unanswerable", args.unanswerable,
-                          "--dev-share", str(args.dev_share), "--test-share", str(args.test_share)])
+                          "--dev-share", str(args.dev_share), "--test-share", str(args.test_share),
+                          *[a for k, v in chosen.items() if v is not None for a in (flags[k], str(v))]])
     doc["fitted"]["command"] = command
     for line in cal.table(report):
         print(line)

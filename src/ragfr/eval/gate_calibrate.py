@@ -20,7 +20,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 from ragfr.errors import ConfigError
@@ -148,7 +148,7 @@ def fit_rows(rows: Sequence[Row], embedding_model: str, *, c: float = 1.0,
     }
     fitted = {"tool": "ragfr gate calibrate", "date": time.strftime("%Y-%m-%d"),
               "on": "the operator's questions: fit split (labels: expected source in the top 3 / unanswerable)",
-              "thresholds_on": "dev split", "rows": report["rows"], "test": report["test"]}
+              "thresholds_on": "dev split", "targets": asdict(targets), "rows": report["rows"], "test": report["test"]}
     return report, evidence_fit.calibration(embedding_model, model, cuts, fitted)
 
 

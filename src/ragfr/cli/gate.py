@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from ragfr.cli.common import add_dsn, require_dsn
@@ -95,24 +95,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     cal.set_defaults(func=run_calibrate)
 
 
-def _target(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is not a share between 0 and 1")
-    return value
+def _number(low: float, high: float, outside: str) -> Callable[[str], float]:
+    """An argparse type: a number from `low` to `high`, else `outside` (with {value})."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(outside.format(value=value))
+        return value
+    return parse
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.05 <= value <= 0.6:
-        raise argparse.ArgumentTypeError(f"{value} is outside 0.05-0.6")
-    return value
+_target = _number(0.0, 1.0, "{value} is not a share between 0 and 1")
+_share = _number(0.05, 0.6, "{value} is outside 0.05-0.6")
 
 
 def questions(stream: TextIO) -> Iterator[tuple[Any, str]]:

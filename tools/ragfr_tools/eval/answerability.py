@@ -71,7 +71,7 @@ def training_rows(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[st
     by_q: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         if r["side"] == "fit" and r["source"] == "piaf":
-            by_q.setdefault(r["qid"], {})[r["kind"] if r["kind"] != "miss" else "miss"] = r
+            by_q.setdefault(r["qid"], {})[r["kind"]] = r
     usable = sorted(q for q, k in by_q.items()
                     if "answerable" in k and k["answerable"].get("relevant_rank") is not None
                     and {"near", "off"} <= set(k) and k["near"]["top3_ids"] and k["off"]["top3_ids"])

@@ -184,3 +184,25 @@ def test_collections_bench_searches_knowledge_bases_together_only_past_the_limit
         ("kb16000", "kb30000", "kb40000"), ("kb1000", "kb4000", "kb9000"), ("kb1000", "kb40000")]
     assert _groups([1000, 2000, 3000]) == []
     assert _groups([1000, 20000]) == [("kb1000", "kb20000")]
+
+
+def test_collections_bench_loads_what_it_generated_and_reports_each_layout(pg_dsn: str) -> None:
+    """bench.collections end to end at the smallest sizes that still give one collection its own graph: the
+    binary COPY must store the generated vectors (else recall against numpy's exact top 10 falls), and each
+    phase must say which structure its searches read."""
+    from ragfr_tools.bench.collections import BEFORE, SHIPPED, run
+
+    out = run(pg_dsn, [1000, 11000], queries=3, seed=39)
+
+    def scopes(phase: str) -> dict[str, list[str]]:
+        return {r["collection"]: r["scope"] for r in out["phases"][phase]}
+
+    assert scopes(BEFORE)["kb11000"] == ["shared graph"]
+    assert scopes(SHIPPED) == {"kb1000": ["collections"], "kb11000": ["collection graph"]}
+    exact = [r for r in out["phases"][SHIPPED] if r["scope"] == ["collections"]]
+    assert exact and all(r["recall_at_10"] == 1.0 for r in exact)
+    [together] = out["together"][SHIPPED]
+    assert together["collections"] == ["kb1000", "kb11000"] and together["scope"] == ["per collection"]
+    assert out["collection_graphs"]["collections_declared"] == ["kb11000"]
+    [graph] = out["collection_graphs"]["built"]
+    assert graph["bytes"] > 0 and out["maintenance_work_mem"] == "1GB"

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from ragfr.retrieval.semantic import threshold_for
 from ragfr.vector_index import graphs as vector_graphs
 from ragfr.vector_index.upgrade import migrate
 from ragfr_tools import pgdb
+from ragfr_tools.bench import pgcopy
 from ragfr_tools.bench.collection_exact import DIMS, MODEL, RANK, _vectors
 from ragfr_tools.bench.corpus import CorpusSpec, Geometry, chunks, noisy_copy, read_piaf
 from ragfr_tools.bench.memory import ClusterMemory
@@ -56,15 +56,23 @@ BEFORE = "shared graph (before issue 39)"
 SHIPPED = "as shipped"
 
 
+COPY_ROWS = 10_000  # rows per COPY statement: bounds the statistics trigger's transition table
+
+
 def _copy(conn: psycopg.Connection[Any], name: str, ids: list[str], texts: list[str], vectors: np.ndarray) -> None:
-    buf = io.StringIO()
-    for i, t, v in zip(ids, texts, vectors, strict=True):
-        clean = t.replace("\\", " ").replace("\t", " ").replace("\n", " ")
-        meta = json.dumps({"source": name}).replace("\\", "\\\\")
-        buf.write(f"{i}\t[{','.join(map('{:.7g}'.format, v.tolist()))}]\t{name}\t{clean}\t{meta}\t{MODEL}\n")
-    with conn.cursor() as cur, cur.copy("COPY document_chunk (id, vector, collection_name, text, vmetadata,"
-                                        " embedding_model) FROM STDIN") as copy:
-        copy.write(buf.getvalue())
+    meta = pgcopy.jsonb(json.dumps({"source": name}))
+    label, model = name.encode(), MODEL.encode()
+    for start in range(0, len(ids), COPY_ROWS):
+        part = slice(start, start + COPY_ROWS)
+        with conn.transaction(), conn.cursor() as cur, cur.copy(
+                "COPY document_chunk (id, vector, collection_name, text, vmetadata, embedding_model)"
+                " FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(pgcopy.HEADER)
+            copy.write(b"".join(pgcopy.row(i.encode(), pgcopy.vector(v), label, t.encode(), meta, model)
+                                for i, t, v in zip(ids[part], texts[part], vectors[part], strict=True)))
+            copy.write(pgcopy.TRAILER)
+        if (start + COPY_ROWS) % 100_000 == 0 and start + COPY_ROWS < len(ids):
+            say(f"collections: loading {name}: {start + COPY_ROWS} of {len(ids)} rows")
 
 
 def _generate(sizes: list[int], seed: int) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -76,7 +84,8 @@ def _generate(sizes: list[int], seed: int) -> tuple[dict[str, np.ndarray], list[
     return {f"kb{n}": _vectors(rng, basis, n) for n in sizes}, texts
 
 
-def _load(conn: psycopg.Connection[Any], vectors: dict[str, np.ndarray], texts: list[str], seed: int) -> None:
+def _load(conn: psycopg.Connection[Any], vectors: dict[str, np.ndarray], texts: list[str], seed: int,
+          build_memory: str) -> None:
     """Load the collections, then build the shipped vector index over them once."""
     index = conn.execute("SELECT pg_get_indexdef('idx_document_chunk_vector'::regclass)").fetchone()
     assert index is not None
@@ -87,7 +96,7 @@ def _load(conn: psycopg.Connection[Any], vectors: dict[str, np.ndarray], texts: 
         _copy(conn, name, [f"{name}-{i:07d}" for i in range(len(vs))], texts[start:start + len(vs)], vs)
         start += len(vs)
         say(f"collections: loaded {name} ({start} rows, {time.perf_counter() - t:.0f} s)")
-    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (build_memory,))
     t = time.perf_counter()
     conn.execute(index[0])
     conn.execute("VACUUM ANALYZE document_chunk")
@@ -104,7 +113,7 @@ def _questions(vectors: np.ndarray, texts: list[str], n: int, seed: int) -> list
 
 
 def _exact_top(vectors: np.ndarray, ids: list[str], q: np.ndarray, k: int = 10) -> set[str]:
-    scores = vectors @ q
+    scores = vectors @ q.astype(np.float32)  # a float64 query would copy the union to float64 (8 GB at 1M)
     return {ids[i] for i in np.argsort(-scores, kind="stable")[:k]}
 
 
@@ -171,7 +180,7 @@ def _together(conn: psycopg.Connection[Any], lexical: psycopg.Connection[Any], v
     return out
 
 
-def _graphs(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+def _graphs(conn: psycopg.Connection[Any], build_memory: str) -> dict[str, Any]:
     """`ragfr filter-index sync` as the chart's CronJob runs it, timed, with the cluster's memory, then the
     size of each graph it built."""
     sampler = ClusterMemory.of(conn)
@@ -185,8 +194,7 @@ def _graphs(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 
     t = time.perf_counter()
     try:
-        report = vector_graphs.sync(conn, maintenance_work_mem="1GB",
-                                     say=stamp)
+        report = vector_graphs.sync(conn, maintenance_work_mem=build_memory, say=stamp)
     finally:
         seconds = round(time.perf_counter() - t, 1)
         memory: dict[str, Any] = (sampler.stop() if sampler is not None
@@ -226,13 +234,14 @@ def _loaded(conn: psycopg.Connection[Any], sizes: list[int], seed: int) -> bool:
     return True
 
 
-def run(dsn: str, sizes: list[int], queries: int, seed: int, keep: str | None = None) -> dict[str, Any]:
+def run(dsn: str, sizes: list[int], queries: int, seed: int, keep: str | None = None,
+        build_memory: str = "1GB") -> dict[str, Any]:
     vectors, texts = _generate(sizes, seed)
     with _database(dsn, keep) as db:
         with psycopg.connect(db, autocommit=True) as conn, psycopg.connect(db, autocommit=True) as lexical:
             if not _loaded(conn, sizes, seed):
                 migrate(db, DIMS, MODEL)
-                _load(conn, vectors, texts, seed)
+                _load(conn, vectors, texts, seed, build_memory)
             questions_text = read_piaf(PIAF_JSON).questions
             questions = {name: _questions(vs, questions_text, queries, seed + i)
                          for i, (name, vs) in enumerate(vectors.items())}
@@ -246,12 +255,13 @@ def run(dsn: str, sizes: list[int], queries: int, seed: int, keep: str | None = 
             old = replace(old, exact_threshold=threshold_for(old, sum(sizes)))
             before = _phase(conn, lexical, vectors, questions, old, say)
             before_together = _together(conn, lexical, vectors, questions, old, say)
-            graphs = _graphs(conn)
+            graphs = _graphs(conn, build_memory)
             shipped = _phase(conn, lexical, vectors, questions, SearchConfig(rerank=False), say)
             shipped_together = _together(conn, lexical, vectors, questions, SearchConfig(rerank=False), say)
     return {"benchmark": "collections", "dims": DIMS, "model": MODEL, "sizes": sizes, "rows": sum(sizes),
             "queries_per_collection": queries, "seed": seed, "collection_exact_rows": COLLECTION_EXACT_ROWS,
-            "collection_graph_rows": vector_graphs.COLLECTION_ROWS, "settings": settings, "machine": machine(),
+            "collection_graph_rows": vector_graphs.COLLECTION_ROWS, "settings": settings,
+            "maintenance_work_mem": build_memory, "machine": machine(),
             "phases": {BEFORE: before, SHIPPED: shipped},
             "together": {BEFORE: before_together, SHIPPED: shipped_together}, "collection_graphs": graphs}
 
@@ -266,11 +276,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-database", metavar="NAME",
                         help="load into this database and keep it; a later run with the same NAME and sizes "
                              "skips the load (28 minutes for 100k chunks on a busy 2-core machine) and measures again")
+    parser.add_argument("--maintenance-work-mem", default="1GB", metavar="SIZE",
+                        help="for the shared graph's build and `ragfr filter-index sync` (1GB; at 1M chunks the "
+                             "3GB of charts/ragfr/examples/large-corpus.yaml, or the builds spill to disk)")
     a = parser.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
     if sum(sizes) % 1000:
         parser.error("the sizes must add up to a multiple of 1000 (the text generator's unit)")
-    print(write_json(a.out, run(a.dsn, sizes, a.queries, a.seed, a.keep_database)))
+    print(write_json(a.out, run(a.dsn, sizes, a.queries, a.seed, a.keep_database,
+                                  a.maintenance_work_mem)))
     return 0
 
 

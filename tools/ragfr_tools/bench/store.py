@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from ragfr.db.migrate import discover
 from ragfr.errors import DatabaseError
 from ragfr.vector_index.upgrade import migrate
 from ragfr_tools import pgdb
+from ragfr_tools.bench import pgcopy
 from ragfr_tools.bench.corpus import COLLECTION, Chunk, CorpusSpec, Piaf, block_vectors, chunks
 from ragfr_tools.bench.memory import timed_with_memory
 
@@ -189,32 +189,22 @@ def _copy_rows(conn: psycopg.Connection[Any], spec: CorpusSpec, piaf: Piaf, say:
             with conn.transaction(), conn.cursor() as cur, cur.copy(
                 "COPY document_chunk (id, vector, collection_name, text, vmetadata) FROM STDIN (FORMAT BINARY)"
             ) as copy:
-                copy.write(_BINARY_HEADER)
+                copy.write(pgcopy.HEADER)
                 for start in range(0, len(batch), 1000):
                     part = batch[start:start + 1000]
                     copy.write(b"".join(_tuple(c, v) for c, v in zip(part, block_vectors(spec, block, len(part)),
                                                                       strict=True)))
                     block += 1
-                copy.write(struct.pack("!h", -1))
+                copy.write(pgcopy.TRAILER)
             bar.update(len(batch))
 
 
-# PostgreSQL's binary COPY format: signature, flags, header extension length; then tuples; then -1.
-_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COLLECTION = COLLECTION.encode()
 
 
-def _field(data: bytes) -> bytes:
-    return struct.pack("!i", len(data)) + data
-
-
 def _tuple(chunk: Chunk, vector: np.ndarray) -> bytes:
-    # pgvector's vector_recv: int16 dimensions, int16 unused, then float4 values, all in network order.
-    vec = struct.pack("!hh", vector.shape[0], 0) + vector.astype(">f4").tobytes()
-    meta = b"\x01" + json.dumps(chunk.metadata, ensure_ascii=False).encode()  # jsonb binary: version 1 + text
-    return struct.pack("!h", 5) + b"".join(
-        _field(x) for x in (chunk.id.encode(), vec, _COLLECTION, chunk.text.encode(), meta)
-    )
+    meta = pgcopy.jsonb(json.dumps(chunk.metadata, ensure_ascii=False))
+    return pgcopy.row(chunk.id.encode(), pgcopy.vector(vector), _COLLECTION, chunk.text.encode(), meta)
 
 
 def _since(t: float) -> float:

@@ -6,6 +6,8 @@ exactly, a larger one on the graph `ragfr filter-index sync` builds for it), wit
 cost in time, memory and disk.
 
     python -m ragfr_tools.bench.collections --dsn "$DATABASE_URL" --out docs/bench/collections-100k.json
+    python -m ragfr_tools.bench.collections --dsn "$DATABASE_URL" --sizes 1000,4000,9000,16000,70000,300000,600000 \
+        --maintenance-work-mem 3GB --keep-database ragfr_bench_collections_1m --out docs/bench/collections-1m.json
 
 Texts are PIAF sentences (so the lexical arm reads French), vectors synthetic low-rank 1024-dim
 (ragfr_tools.bench.collection_exact's recipe; no 1024-dim model runs here), queries a PIAF question with a
@@ -54,8 +56,6 @@ from ragfr_tools.repo import PIAF_JSON
 DEFAULT_SIZES = "1000,4000,9000,16000,30000,40000"  # 100k in six knowledge bases, three of them past the limit
 BEFORE = "shared graph (before issue 39)"
 SHIPPED = "as shipped"
-
-
 COPY_ROWS = 10_000  # rows per COPY statement: bounds the statistics trigger's transition table
 
 
@@ -275,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--keep-database", metavar="NAME",
                         help="load into this database and keep it; a later run with the same NAME and sizes "
-                             "skips the load (28 minutes for 100k chunks on a busy 2-core machine) and measures again")
+                             "skips the load (66 minutes for 1M chunks on a 2-core machine, half of it busy) and "
+                             "measures again")
     parser.add_argument("--maintenance-work-mem", default="1GB", metavar="SIZE",
                         help="for the shared graph's build and `ragfr filter-index sync` (1GB; at 1M chunks the "
                              "3GB of charts/ragfr/examples/large-corpus.yaml, or the builds spill to disk)")

@@ -189,20 +189,38 @@ def test_collections_bench_searches_knowledge_bases_together_only_past_the_limit
 def test_collections_bench_loads_what_it_generated_and_reports_each_layout(pg_dsn: str) -> None:
     """bench.collections end to end at the smallest sizes that still give one collection its own graph: the
     binary COPY must store the generated vectors (else recall against numpy's exact top 10 falls), and each
-    phase must say which structure its searches read."""
+    phase must say which structure its searches read. Then bench.collection_writes on the database it kept:
+    one graph written for the small collection, two for the large one, and nothing left behind."""
+    from ragfr.db.connect import with_database
+    from ragfr_tools import pgdb
+    from ragfr_tools.bench import collection_writes
     from ragfr_tools.bench.collections import BEFORE, SHIPPED, run
 
-    out = run(pg_dsn, [1000, 11000], queries=3, seed=39)
+    kept = "ragfr_test_bench_collections"
+    pgdb.drop_database(pg_dsn, kept)
+    try:
+        out = run(pg_dsn, [1000, 11000], queries=3, seed=39, keep=kept)
 
-    def scopes(phase: str) -> dict[str, list[str]]:
-        return {r["collection"]: r["scope"] for r in out["phases"][phase]}
+        def scopes(phase: str) -> dict[str, list[str]]:
+            return {r["collection"]: r["scope"] for r in out["phases"][phase]}
 
-    assert scopes(BEFORE)["kb11000"] == ["shared graph"]
-    assert scopes(SHIPPED) == {"kb1000": ["collections"], "kb11000": ["collection graph"]}
-    exact = [r for r in out["phases"][SHIPPED] if r["scope"] == ["collections"]]
-    assert exact and all(r["recall_at_10"] == 1.0 for r in exact)
-    [together] = out["together"][SHIPPED]
-    assert together["collections"] == ["kb1000", "kb11000"] and together["scope"] == ["per collection"]
-    assert out["collection_graphs"]["collections_declared"] == ["kb11000"]
-    [graph] = out["collection_graphs"]["built"]
-    assert graph["bytes"] > 0 and out["maintenance_work_mem"] == "1GB"
+        assert scopes(BEFORE)["kb11000"] == ["shared graph"]
+        assert scopes(SHIPPED) == {"kb1000": ["collections"], "kb11000": ["collection graph"]}
+        exact = [r for r in out["phases"][SHIPPED] if r["scope"] == ["collections"]]
+        assert exact and all(r["recall_at_10"] == 1.0 for r in exact)
+        [together] = out["together"][SHIPPED]
+        assert together["collections"] == ["kb1000", "kb11000"] and together["scope"] == ["per collection"]
+        assert out["collection_graphs"]["collections_declared"] == ["kb11000"]
+        [graph] = out["collection_graphs"]["built"]
+        assert graph["bytes"] > 0 and out["maintenance_work_mem"] == "1GB"
+
+        db = with_database(pg_dsn, kept)
+        writes = collection_writes.run(db, ["kb1000", "kb11000"], batches=2, batch=3, seed=1)
+        small, large = writes["collections"]
+        assert (small["own_graph"], small["graphs_written"]) == (None, 1)
+        assert large["own_graph"] == graph["index"] and large["graphs_written"] == 2
+        assert small["ms_per_chunk"]["n"] == large["ms_per_chunk"]["n"] == 1  # the warm-up batch not counted
+        with psycopg.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM document_chunk").fetchone() == (12000,)
+    finally:
+        pgdb.drop_database(pg_dsn, kept)

@@ -55,6 +55,9 @@ def run(dsn: str, collections: list[str], batches: int, batch: int, seed: int) -
         counts = {name: int(conn.execute("SELECT count(*) FROM document_chunk WHERE collection_name = %s",
                                          (name,)).fetchone()[0]) for name in collections}  # type: ignore[index]
         samples = {name: _samples(conn, name, batches * batch) for name in collections}
+        empty = [name for name in collections if not samples[name]]
+        if empty:
+            raise SystemExit(f"collection_writes: no chunk in {', '.join(empty)}: name collections the database holds")
         ms: dict[str, list[float]] = {name: [] for name in collections}
         for b in range(batches):
             for name in collections:
@@ -71,9 +74,9 @@ def run(dsn: str, collections: list[str], batches: int, batch: int, seed: int) -
                     ms[name].append((time.perf_counter() - t) * 1000 / batch)
             if (b + 1) % 10 == 0:
                 say(f"collection_writes: {b + 1} of {batches} batches per collection")
-        shared = conn.execute("SELECT reltuples::bigint FROM pg_class WHERE relname = 'document_chunk'").fetchone()
+        total = conn.execute("SELECT reltuples::bigint FROM pg_class WHERE relname = 'document_chunk'").fetchone()
     return {"benchmark": "collection-writes", "model": MODEL, "batches": batches, "batch": batch, "seed": seed,
-            "rows_in_database": int(shared[0]) if shared else None, "machine": machine(),
+            "rows_in_database": int(total[0]) if total else None, "machine": machine(),
             "load_average": load_average(),
             "collections": [{"collection": name, "rows": counts[name], "own_graph": graphs[name],
                              "graphs_written": 2 if graphs[name] else 1, "ms_per_chunk": summarize(ms[name])}

@@ -27,6 +27,7 @@ import numpy as np
 import psycopg
 
 from ragfr.db.connect import with_database
+from ragfr.vector_index.scan import vector_literal
 from ragfr_tools.bench.collection_exact import MODEL
 from ragfr_tools.bench.corpus import noisy_copy
 from ragfr_tools.bench.output import say, write_json
@@ -65,7 +66,7 @@ def run(dsn: str, collections: list[str], batches: int, batch: int, seed: int) -
                 for i in range(batch):
                     text, vector = samples[name][(b * batch + i) % len(samples[name])]
                     moved = noisy_copy(vector, 0.75, rng)
-                    rows.append((f"{name}-write-{b:04d}-{i:03d}", "[" + ",".join(map("{:.9g}".format, moved)) + "]",
+                    rows.append((f"{name}-write-{b:04d}-{i:03d}", vector_literal(moved.tolist()),
                                  name, text, '{"source": "write bench"}', MODEL))
                 t = time.perf_counter()
                 with conn.transaction(force_rollback=True):

@@ -51,12 +51,12 @@ from ragfr_tools.bench.corpus import CorpusSpec, Geometry, chunks, noisy_copy, r
 from ragfr_tools.bench.memory import ClusterMemory
 from ragfr_tools.bench.output import say, write_json
 from ragfr_tools.bench.stats import load_average, machine, summarize
+from ragfr_tools.bench.store import COPY_ROWS
 from ragfr_tools.repo import PIAF_JSON
 
 DEFAULT_SIZES = "1000,4000,9000,16000,30000,40000"  # 100k in six knowledge bases, three of them past the limit
 BEFORE = "shared graph (before issue 39)"
 SHIPPED = "as shipped"
-COPY_ROWS = 10_000  # rows per COPY statement: bounds the statistics trigger's transition table
 
 
 def _copy(conn: psycopg.Connection[Any], name: str, ids: list[str], texts: list[str], vectors: np.ndarray) -> None:

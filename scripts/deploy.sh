@@ -6,7 +6,8 @@
 #
 # Env: RELEASE (ragfr), NAMESPACE (ragfr), VALUES (extra values files, space separated, e.g.
 #      charts/ragfr/examples/gpu.yaml), TIMEOUT (seconds to wait for the release to be ready, 1200),
-#      KUBECONFIG / KUBE_CONTEXT (which cluster; default: kubectl's current context).
+#      KUBECONFIG / KUBE_CONTEXT (which cluster; default: kubectl's current context, or k3s's
+#      /etc/rancher/k3s/k3s.yaml on a k3s server node without another kubeconfig).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -21,7 +22,7 @@ die() { echo "deploy: $*" >&2; exit 2; }
 
 for f in $VALUES; do [[ -f "$f" ]] || die "values file not found: $f"; done
 
-kubeconfig_present || die "no Kubernetes cluster configured (no KUBECONFIG file, no ~/.kube/config, not in a pod): nothing deployed. Point kubectl at a cluster first; to see what would be applied without one: make chart-render"
+kubeconfig_present || die "$(kubeconfig_absence): nothing deployed. Point kubectl at a cluster first; to see what would be applied without one: make chart-render"
 
 if command -v helm >/dev/null 2>&1; then
   args=(upgrade --install "$RELEASE" "$CHART" --namespace "$NAMESPACE" --create-namespace

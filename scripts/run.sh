@@ -2,7 +2,9 @@
 # `make run`, the main job: deploy the whole stack to the current Kubernetes context; on a machine with no
 # cluster configured, run the same stack locally (`make up`: private PostgreSQL + pgvector, migrations, the
 # patched Open WebUI on http://127.0.0.1:8080, Ollama or the offline e5 test double).
-# A kubeconfig that points at a cluster which does not answer is an error, not a silent local fallback.
+# The kubeconfig is kubectl's ($KUBECONFIG, ~/.kube/config), or on a k3s server node k3s's own
+# (/etc/rancher/k3s/k3s.yaml, scripts/lib.sh). A kubeconfig that points at a cluster which does not answer is an
+# error, not a silent local fallback; so is VALUES without any cluster: those values are a cluster's.
 # On a cluster the merged VALUES files (e.g. VALUES=my-values.yaml) say where the nodes get the ragfr images:
 # global.imageRegistry -> built here (unless current), pushed there (IMAGES_TLS_VERIFY=false for plain HTTP), then
 # deployed; global.imageSource=imported -> on a k3s node, built and imported into its containerd, elsewhere
@@ -55,6 +57,11 @@ if kubeconfig_present; then
       ;;
   esac
   exec make --no-print-directory deploy
+fi
+# VALUES are a cluster's values (images, nodes, exposure): the local stack would ignore every one of them.
+if [[ -n "${VALUES:-}" ]]; then
+  echo "run: VALUES=$VALUES is for a cluster, but $(kubeconfig_absence): nothing was built, applied or started (without VALUES, make run starts the local stack)" >&2
+  exit 2
 fi
 echo "run: no Kubernetes cluster configured: starting the local stack (make up); make down stops it"
 exec make --no-print-directory up

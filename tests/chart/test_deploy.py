@@ -26,11 +26,16 @@ contexts:
 current-context: nowhere
 """
 
+# k3s's kubeconfig (/etc/rancher/k3s/k3s.yaml) moved by RAGFR_K3S_KUBECONFIG: these tests must neither read a real
+# k3s server's file on the machine they run on nor depend on one; a path that does not exist stands for "not a
+# k3s server".
+NO_K3S = Path("/nonexistent/rancher/k3s/k3s.yaml")
+
 
 def deploy(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     # System dirs only: no helm binary there (Debian has none), so the helm-python-sdk path is the one tested.
-    base.update(HOME=str(tmp_path), PATH="/usr/bin:/bin", ROOT=str(REPO))
+    base.update(HOME=str(tmp_path), PATH="/usr/bin:/bin", ROOT=str(REPO), RAGFR_K3S_KUBECONFIG=str(NO_K3S))
     return subprocess.run(["bash", str(REPO / "scripts" / "deploy.sh")], env={**base, **env},
                           capture_output=True, text=True, timeout=60)
 
@@ -87,7 +92,7 @@ def make_run(tmp_path: Path, values: dict[str, object] | None, **env: str) -> su
         my_values.write_text(yaml.safe_dump(values))
         args.append(f"VALUES={my_values}")
     base = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "VALUES")}
-    base.update(HOME=str(tmp_path), PATH="/usr/bin:/bin", KUBECONFIG=str(kubeconfig))
+    base.update(HOME=str(tmp_path), PATH="/usr/bin:/bin", KUBECONFIG=str(kubeconfig), RAGFR_K3S_KUBECONFIG=str(NO_K3S))
     return subprocess.run(args, env={**base, **env}, capture_output=True, text=True, timeout=300)
 
 
@@ -122,5 +127,71 @@ def test_make_run_imported_off_k3s_trusts_the_operator_then_deploys(tmp_path: Pa
     done = make_run(tmp_path, {"global": {"imageSource": "imported"}})
     assert done.returncode != 0
     assert "run: images: global.imageSource=imported: trusting that every node's containerd holds them" in done.stdout
+    (line,) = run_lines(done)
+    assert line.startswith("deploy: the cluster of the current kube context does not answer:"), line
+
+
+# --- issue 48: `make run` on a k3s server node ---------------------------------------------------------------------
+
+def helm_stand_in(tmp_path: Path) -> tuple[Path, Path]:
+    """A `helm` on PATH that records the KUBECONFIG it was given (as in the test above: no helm binary here)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    record = tmp_path / "helm-kubeconfig"
+    helm = bindir / "helm"
+    helm.write_text(f'#!/bin/sh\nprintf "%s" "${{KUBECONFIG:-unset}}" > {record}\n')
+    helm.chmod(0o755)
+    return bindir, record
+
+
+def test_deploy_on_a_k3s_server_uses_k3s_s_kubeconfig(tmp_path: Path) -> None:
+    # No KUBECONFIG, no ~/.kube/config: as `k3s kubectl` does, deploy.sh takes k3s's file, and exports it, so the
+    # helm it runs talks to that cluster (helm alone would look at ~/.kube/config only).
+    k3s = tmp_path / "etc-rancher-k3s" / "k3s.yaml"
+    k3s.parent.mkdir()
+    k3s.write_text(KUBECONFIG_NOWHERE)
+    bindir, record = helm_stand_in(tmp_path)
+    done = deploy(tmp_path, RAGFR_K3S_KUBECONFIG=str(k3s), PATH=f"{bindir}:/usr/bin:/bin")
+    assert done.returncode == 0, done.stderr
+    assert record.read_text() == str(k3s)
+    # Without a helm binary, the SDK reads the same file: the cluster it names (127.0.0.1:1) is the one refused.
+    done = deploy(tmp_path, RAGFR_K3S_KUBECONFIG=str(k3s))
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("deploy: the cluster of the current kube context does not answer:") and "127.0.0.1:1" in line
+
+
+def test_a_users_kubeconfig_wins_over_k3s_s(tmp_path: Path) -> None:
+    k3s = tmp_path / "k3s.yaml"
+    k3s.write_text(KUBECONFIG_NOWHERE)
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(KUBECONFIG_NOWHERE)
+    bindir, record = helm_stand_in(tmp_path)
+    done = deploy(tmp_path, RAGFR_K3S_KUBECONFIG=str(k3s), PATH=f"{bindir}:/usr/bin:/bin")
+    assert done.returncode == 0, done.stderr
+    assert record.read_text() == "unset"  # kubectl's and helm's own default, ~/.kube/config, applies
+
+
+def test_make_run_with_values_and_no_cluster_refuses_instead_of_starting_the_local_stack(tmp_path: Path) -> None:
+    # Issue 48: on a k3s node whose kubeconfig run.sh did not find, `make run VALUES=my-values.yaml` said "no
+    # Kubernetes cluster configured" and started the local stack, ignoring the values.
+    done = make_run(tmp_path, {"global": {"imageSource": "imported"}}, KUBECONFIG="")
+    assert done.returncode != 0
+    (line,) = run_lines(done)
+    assert line.startswith(f"run: VALUES={tmp_path / 'my-values.yaml'} is for a cluster, but no Kubernetes cluster "
+                           "configured"), line
+    assert "nothing was built, applied or started" in line
+    assert "local stack (make up)" not in done.stdout and "make images" not in done.stdout
+    assert re.search(r"make: \*\*\* .* Error 2", done.stderr), done.stderr  # run.sh's exit status: 2
+
+
+def test_make_run_on_a_k3s_server_deploys_with_k3s_s_kubeconfig(tmp_path: Path) -> None:
+    # The same command on a k3s server node (its kubeconfig present): the image decision, then the deployment,
+    # which meets the cluster k3s's file names (here one that does not answer).
+    k3s = tmp_path / "k3s.yaml"
+    k3s.write_text(KUBECONFIG_NOWHERE)
+    done = make_run(tmp_path, {"global": {"imageSource": "imported"}}, KUBECONFIG="", RAGFR_K3S_KUBECONFIG=str(k3s))
+    assert done.returncode != 0
+    assert "run: a Kubernetes context is configured: deploying charts/ragfr" in done.stdout
     (line,) = run_lines(done)
     assert line.startswith("deploy: the cluster of the current kube context does not answer:"), line

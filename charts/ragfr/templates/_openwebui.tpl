@@ -1,8 +1,48 @@
 {{/* Facts about Open WebUI that several templates share. */}}
 
 {{/*
+The ONE list of the Open WebUI environment variables the chart computes, name -> {in, from}: `in: configmap`
+for those ragfr.openwebui.envMap sets over files/openwebui-env.yaml and openwebui.env, `in: container` for those
+the Deployment's env: sets (secrets, and the switches no extraEnvFrom may override). Every place reads it:
+envMap sets no name it lacks, validate.yaml refuses each name in openwebui.extraEnv (and the configmap ones in
+openwebui.env), files/openwebui-env.yaml's header points here, and tests/chart/test_openwebui_env.py renders
+the chart and fails on a computed name missing here. A new computed variable: one line here, then set it.
+*/}}
+{{- define "ragfr.openwebui.computedEnv" -}}
+PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH: {in: configmap, from: embedding.dims}
+RAG_EMBEDDING_MODEL: {in: configmap, from: embedding.model}
+OLLAMA_BASE_URL: {in: configmap, from: "ollama.enabled, ollama.externalUrl"}
+HF_HOME: {in: configmap, from: "the reranker cache's mount"}
+SENTENCE_TRANSFORMERS_HOME: {in: configmap, from: "the reranker cache's mount"}
+DATA_DIR: {in: configmap, from: "the data volume's mount"}
+PYTHONPATH: {in: configmap, from: openwebui.patch.enabled}
+RAGFR_METRICS_PORT: {in: configmap, from: openwebui.metrics}
+RAGFR_GATE_CALIBRATION: {in: configmap, from: openwebui.gate.calibration}
+BYPASS_MODEL_ACCESS_CONTROL: {in: configmap, from: openwebui.analysts.useChatModels}
+USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ACCESS: {in: configmap, from: openwebui.analysts.createKnowledgeBases}
+USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ALLOW_SHARING: {in: configmap, from: openwebui.analysts.shareKnowledgeWithGroups}
+OLLAMA_API_CONFIGS: {in: configmap, from: "ollama.models.chat and extra, minus embedding.model"}
+ENABLE_WEBSOCKET_SUPPORT: {in: configmap, from: "redis.*"}
+WEBSOCKET_MANAGER: {in: configmap, from: "redis.*"}
+WEBSOCKET_REDIS_URL: {in: configmap, from: "redis.*, or redis.existingSecret"}
+REDIS_URL: {in: configmap, from: "redis.*, or redis.existingSecret"}
+PGVECTOR_DB_URL: {in: container, from: "database.*"}
+DATABASE_URL: {in: container, from: "database.*"}
+PGPASSFILE: {in: container, from: "database.*, via the db-passfile init container"}
+RAGFR_DB_PASSWORD: {in: container, from: "database.*, for db-passfile only"}
+OPENWEBUI_DB_PASSWORD: {in: container, from: "database.*, for db-passfile only"}
+PGPASSWORD: {in: container, from: "database.*, via the password file"}
+WEBUI_SECRET_KEY: {in: container, from: openwebui.existingSecret}
+WEBUI_AUTH: {in: container, from: "always true"}
+ENABLE_SIGNUP: {in: container, from: openwebui.env.ENABLE_SIGNUP}
+WEBUI_ADMIN_EMAIL: {in: container, from: openwebui.admin.existingSecret}
+WEBUI_ADMIN_PASSWORD: {in: container, from: openwebui.admin.existingSecret}
+WEBUI_ADMIN_NAME: {in: container, from: openwebui.admin.name}
+{{- end -}}
+
+{{/*
 Open WebUI's non-secret environment: files/openwebui-env.yaml (shared with `make up`), the user's
-openwebui.env on top, then the values the chart computes, which nothing may override.
+openwebui.env on top, then the values the chart computes (ragfr.openwebui.computedEnv), which nothing may override.
 */}}
 {{- define "ragfr.openwebui.envMap" -}}
 {{- $file := .Files.Get "files/openwebui-env.yaml" | fromYaml -}}
@@ -11,21 +51,25 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- range $k, $val := .Values.openwebui.env }}
 {{- $_ := set $env $k $val -}}
 {{- end }}
-{{- $_ := set $env "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" (toString .Values.embedding.dims) -}}
-{{- $_ := set $env "RAG_EMBEDDING_MODEL" .Values.embedding.model -}}
-{{- $_ := set $env "OLLAMA_BASE_URL" (include "ragfr.ollama.url" .) -}}
-{{- $_ := set $env "HF_HOME" "/opt/hf-cache" -}}
-{{- $_ := set $env "SENTENCE_TRANSFORMERS_HOME" "/opt/hf-cache" -}}
-{{- $_ := set $env "DATA_DIR" "/app/backend/data" -}}
+{{- $computed := dict -}}
+{{- $_ := set $computed "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" (toString .Values.embedding.dims) -}}
+{{- $_ := set $computed "RAG_EMBEDDING_MODEL" .Values.embedding.model -}}
+{{- $_ := set $computed "OLLAMA_BASE_URL" (include "ragfr.ollama.url" .) -}}
+{{- $_ := set $computed "HF_HOME" "/opt/hf-cache" -}}
+{{- $_ := set $computed "SENTENCE_TRANSFORMERS_HOME" "/opt/hf-cache" -}}
+{{- $_ := set $computed "DATA_DIR" "/app/backend/data" -}}
 {{- if .Values.openwebui.patch.enabled -}}
-{{- $_ := set $env "PYTHONPATH" "/opt/ragfr/site" -}}
+{{- $_ := set $computed "PYTHONPATH" "/opt/ragfr/site" -}}
 {{- end -}}
 {{- if .Values.openwebui.metrics.enabled -}}
-{{- $_ := set $env "RAGFR_METRICS_PORT" (toString .Values.openwebui.metrics.port) -}}
+{{- $_ := set $computed "RAGFR_METRICS_PORT" (toString .Values.openwebui.metrics.port) -}}
 {{- end -}}
 {{- /* The evidence gate fitted by `ragfr gate calibrate` (ragfr.retrieval.evidence_gate reads it as JSON). */ -}}
 {{- with .Values.openwebui.gate.calibration -}}
-{{- $_ := set $env "RAGFR_GATE_CALIBRATION" (toJson .) -}}
+{{- $_ := set $computed "RAGFR_GATE_CALIBRATION" (toJson .) -}}
+{{- end -}}
+{{- range $k, $val := include "ragfr.openwebui.analystEnv" . | fromYaml -}}
+{{- $_ := set $computed $k $val -}}
 {{- end -}}
 {{- /* Redis for websockets: the chart's, or redis.externalUrl; none when Redis is off. */ -}}
 {{- $redisUrl := .Values.redis.externalUrl -}}
@@ -33,15 +77,22 @@ openwebui.env on top, then the values the chart computes, which nothing may over
 {{- $redisUrl = printf "redis://%s:6379/0" (include "ragfr.componentName" (dict "root" . "component" "redis")) -}}
 {{- end -}}
 {{- with $redisUrl -}}
-{{- $_ := set $env "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
-{{- $_ := set $env "WEBSOCKET_MANAGER" "redis" -}}
-{{- $_ := set $env "WEBSOCKET_REDIS_URL" . -}}
-{{- $_ := set $env "REDIS_URL" . -}}
+{{- $_ := set $computed "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
+{{- $_ := set $computed "WEBSOCKET_MANAGER" "redis" -}}
+{{- $_ := set $computed "WEBSOCKET_REDIS_URL" . -}}
+{{- $_ := set $computed "REDIS_URL" . -}}
 {{- end -}}
 {{- if include "ragfr.redis.fromSecret" . -}}
 {{- /* The URLs themselves come from redis.existingSecret (openwebui-deployment.yaml's env), not this ConfigMap. */ -}}
-{{- $_ := set $env "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
-{{- $_ := set $env "WEBSOCKET_MANAGER" "redis" -}}
+{{- $_ := set $computed "ENABLE_WEBSOCKET_SUPPORT" "true" -}}
+{{- $_ := set $computed "WEBSOCKET_MANAGER" "redis" -}}
+{{- end -}}
+{{- $listed := include "ragfr.openwebui.computedEnv" . | fromYaml -}}
+{{- range $k, $val := $computed -}}
+{{- if ne (dig $k "in" "" $listed) "configmap" -}}
+{{- fail (printf "chart bug: envMap computes %s, which ragfr.openwebui.computedEnv (_openwebui.tpl) does not list as in: configmap, so openwebui.extraEnv could override it" $k) -}}
+{{- end -}}
+{{- $_ := set $env $k $val -}}
 {{- end -}}
 {{- range $k, $val := $env }}
 {{ $k }}: {{ toString $val | quote }}

@@ -11,9 +11,11 @@ values (database.external.*, openwebui.ingress.host).
 {{- if gt (int $v.embedding.dims) 2000 -}}
 {{- fail (printf "embedding.dims=%v: pgvector's HNSW index supports at most 2000 dimensions for the vector type" $v.embedding.dims) -}}
 {{- end -}}
-{{- range $key := list "PGVECTOR_DB_URL" "DATABASE_URL" "PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH" "RAG_EMBEDDING_MODEL" "OLLAMA_BASE_URL" "WEBUI_SECRET_KEY" "WEBSOCKET_REDIS_URL" "REDIS_URL" "HF_HOME" "PYTHONPATH" "RAGFR_METRICS_PORT" -}}
-{{- if hasKey $v.openwebui.env $key -}}
-{{- fail (printf "openwebui.env.%s is computed by the chart (from embedding.*, database.*, redis.*, openwebui.existingSecret, openwebui.metrics); set those values instead" $key) -}}
+{{- /* The ConfigMap names the chart computes (ragfr.openwebui.computedEnv) would silently win over openwebui.env;
+     the container ones are checked where they are set (ragfr.auth.check: WEBUI_AUTH, ENABLE_SIGNUP). */ -}}
+{{- range $key, $c := include "ragfr.openwebui.computedEnv" . | fromYaml -}}
+{{- if and (eq $c.in "configmap") (hasKey $v.openwebui.env $key) -}}
+{{- fail (printf "openwebui.env.%s is computed by the chart (from %s), which would override it: remove it" $key $c.from) -}}
 {{- end -}}
 {{- end -}}
 {{- /* The roles the chart makes or alters (ragdb-roles.sh, CNPG managed.roles) must be roles of their own:

@@ -4,7 +4,7 @@
 DIR ?=
 REGISTRY ?=
 
-.PHONY: images images-save images-push cluster-smoke
+.PHONY: images images-save images-push cluster-smoke release release-check chart-package chart-push
 
 images: setup owui-venv ## build + smoke-test ragfr/ragdb, ragfr/ragfr, ragfr/owui-init:<appVersion> (+ ragfr/reranker when trained); prints references and image IDs
 	bash scripts/images.sh build
@@ -19,3 +19,18 @@ images-push: ## push the images (+ ragfr/reranker when built) to REGISTRY=host:p
 
 cluster-smoke: ## run the rendered default chart's workloads with podman in Kubernetes order (needs `make images`)
 	$(PY) -m ragfr_tools.kubesim.smoke --example default
+
+release: ## bump charts/ragfr/Chart.yaml version + appVersion (= every ragfr image tag) to VERSION=x.y.z and record what ships in charts/ragfr/release.json; then write its CHANGELOG.md section
+	@test -n "$(VERSION)" || { echo "release: set VERSION=x.y.z (newer than the chart's version)"; exit 2; }
+	$(PY) -m ragfr_tools.release bump "$(VERSION)"
+
+release-check: ## fail when what ships changed since the chart version was recorded (tests/packaging/test_release.py runs it)
+	$(PY) -m ragfr_tools.release check
+
+chart-package: ## the chart as ragfr-<version>.tgz in DIR (helm package; refuses an unrecorded release)
+	@test -n "$(DIR)" || { echo "chart-package: set DIR=<folder>"; exit 2; }
+	$(PY) -m ragfr_tools.release package "$(DIR)"
+
+chart-push: ## push the chart to REGISTRY=host:port as oci://REGISTRY/charts/ragfr:<version> (CHART_PUSH_FLAGS=--plain-http for an HTTP registry); prints its digest
+	@test -n "$(REGISTRY)" || { echo "chart-push: set REGISTRY=host:port (the operator's registry)"; exit 2; }
+	$(PY) -m ragfr_tools.release push "$(REGISTRY)" $(CHART_PUSH_FLAGS)

@@ -1,0 +1,87 @@
+"""The subject of a question and whether the documents mention it (ragfr.analysis.subject, issue 47): what the
+gate tells the analyst (« Aucun des documents joints ne mentionne « … ». ») must name what the question is
+about, as typed, and must say nothing when a passage holds it."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.paths import REPO
+
+from ragfr.analysis.french import analyze
+from ragfr.analysis.subject import Absence, absent_subject, subject_lexemes, subject_terms
+
+
+def _surfaces(question: str) -> list[str]:
+    return [s.surface for s in subject_terms(question)]
+
+
+def test_subjects_are_the_noun_phrases_as_typed_not_the_question_words_or_the_inverted_verb() -> None:
+    assert _surfaces("Comment payer le permis de conduire ?") == ["permis de conduire"]
+    assert _surfaces("Les panneaux photovoltaïques sont-ils couverts ?") == ["panneaux photovoltaïques"]
+    assert _surfaces("La panne de ma pompe à chaleur est-elle prise en charge ?") == ["panne de ma pompe à chaleur"]
+    assert _surfaces("Quelle est la distance entre la Terre et la Lune ?") == ["distance", "Terre", "Lune"]
+    # elided article, then a capitalised name mid-sentence without any article
+    assert _surfaces("Quel est le rôle du pool Gareat ?") == ["rôle du pool Gareat"]
+    assert _surfaces("Un syndicat du Lloyd's participe-t-il au traité ?") == ["syndicat du Lloyd", "traité"]
+
+
+def test_a_keyword_query_without_any_article_is_its_own_subject() -> None:
+    assert _surfaces("delai declaration sinistre") == ["delai declaration sinistre"]
+
+
+def test_lexemes_are_the_databases_and_deduplicated() -> None:
+    subjects = subject_terms("La borne de recharge de la borne de recharge ?")
+    assert len(subjects) == 1
+    assert subjects[0].lexemes == tuple(dict.fromkeys(analyze("borne recharge")))
+    assert subject_lexemes(subject_terms("Les vitres et les vitres cassées")) == analyze("vitres cassées")
+
+
+def test_a_subject_no_document_holds_is_named_in_french() -> None:
+    subjects = subject_terms("La borne de recharge de ma voiture est-elle couverte ?")
+    df = {lx: 3 for lx in analyze("voiture couverte garantie")}  # "born", "recharg": df 0 (absent from the table)
+    got = absent_subject(subjects, df, ["Le véhicule assuré est garanti."])
+    assert isinstance(got, Absence) and got.where == "collection"
+    assert got.missing == tuple(analyze("borne recharge"))
+    assert got.reason_fr() == "Aucun des documents joints ne mentionne « borne de recharge de ma voiture »."
+
+
+def test_a_phrase_the_collection_holds_word_by_word_but_no_top_passage_holds_together_is_absent_from_the_top() -> None:
+    subjects = subject_terms("La garantie des accidents de la vie couvre-t-elle une chute ?")
+    df = {lx: 5 for lx in analyze("garantie accidents vie chute")}
+    passages = ["Les accidents de la circulation sont garantis.", "La responsabilité civile vie privée : une chute."]
+    got = absent_subject(subjects, df, passages)
+    assert got is not None and got.where == "top" and got.subject.surface == "garantie des accidents de la vie"
+    assert got.reason_fr() == "Les passages retrouvés ne mentionnent pas « garantie des accidents de la vie »."
+    # held together by one top passage: nothing to say
+    assert absent_subject(subjects, df, ["La garantie des accidents de la vie couvre la chute."]) is None
+
+
+def test_words_far_apart_in_a_passage_do_not_make_the_phrase() -> None:
+    subjects = subject_terms("Que couvre la garantie bris de machine ?")
+    df = {lx: 2 for lx in analyze("garantie bris machine")}
+    far = "La garantie couvre le bris des vitres, des fenêtres, des portes, des vérandas et, à part, la machine."
+    got = absent_subject(subjects, df, [far])
+    assert got is not None and got.where == "top"
+    assert absent_subject(subjects, df, ["Garantie bris de machine : le lave-linge."]) is None
+
+
+def test_nothing_is_said_when_there_is_no_subject_or_no_passage_lacks_it() -> None:
+    assert subject_terms("Comment ?") == []
+    assert absent_subject([], {}, ["texte"]) is None
+    subjects = subject_terms("Quel est le délai de déclaration du sinistre ?")
+    df = {lx: 4 for lx in analyze("délai déclaration sinistre")}
+    assert absent_subject(subjects, df, ["Le délai de déclaration du sinistre est de cinq jours."]) is None
+
+
+def test_every_hand_written_absent_subject_is_absent_from_the_golden_contracts() -> None:
+    """eval/gate/near-golden.jsonl: each absent_subject must really be absent, as a phrase, from every golden
+    document (the set's premise), and the subject rule must find a subject in every question."""
+    docs = [json.loads(line) for line in (REPO / "eval" / "golden" / "corpus.jsonl").read_text().splitlines()]
+    texts = [" " + " ".join(analyze(f"{d['title']} {d['text']}")) + " " for d in docs]
+    rows = [json.loads(line) for line in (REPO / "eval" / "gate" / "near-golden.jsonl").read_text().splitlines()]
+    assert len(rows) >= 60
+    for row in rows:
+        phrase = " ".join(lx for lx in analyze(row["absent_subject"]) if lx not in ("de", "d", "a", "la", "l"))
+        assert not any(f" {phrase} " in t for t in texts), row
+        assert subject_terms(row["text"]), row

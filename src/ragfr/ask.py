@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ragfr import metrics
 from ragfr.errors import RagfrError
-from ragfr.retrieval.gate import Decision, GateConfig, Outcome, assess, scale_for
+from ragfr.gate.rank import Decision, GateConfig, Outcome, assess, scale_for
 from ragfr.retrieval.types import Hit, SearchResult
 
 SYSTEM_PROMPT = (

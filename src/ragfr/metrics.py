@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 
-from prometheus_client import Counter, Histogram, disable_created_metrics, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics, start_http_server
 
 log = logging.getLogger("ragfr.metrics")
 
@@ -62,6 +62,12 @@ GATE_RULES = Counter(
     "ragfr_gate_rules", "Which rule took each evidence gate decision: evidence (the fitted gate of the search's "
     "embedding model) or rank (no fitted gate for that model, or a calibrated cross-encoder scale).",
     ["surface", "rule"],
+)
+GATE_CALIBRATION_REFUSED = Gauge(
+    "ragfr_gate_calibration_refused", "1 while this process ignores its RAGFR_GATE_CALIBRATION (the chart's "
+    "openwebui.gate.calibration) because it was fitted on another feature list than this version computes: the "
+    "shipped coefficients of that embedding model decide, or the rank rule where none ship. Refit with `ragfr gate "
+    "calibrate`.",
 )
 SPACE_MISMATCHES = Counter(
     "ragfr_embedding_space_mismatches", "Embeddings refused because they are not of the stored embedding space: "
@@ -116,6 +122,10 @@ def gate_decision(surface: str, decision: bool | str, rule: str | None = None) -
                           "answer" if decision else "refuse").inc()
     if rule is not None:
         GATE_RULES.labels(surface, rule).inc()
+
+
+def gate_calibration_refused() -> None:
+    GATE_CALIBRATION_REFUSED.set(1)
 
 
 def chat_search_unavailable(kind: str) -> None:

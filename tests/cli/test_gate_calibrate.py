@@ -22,8 +22,8 @@ import ragfr.embed
 from ragfr.cli import main as cli_main
 from ragfr.embed import load_embedder
 from ragfr.eval.piaf import load_piaf
+from ragfr.gate import fitted
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
-from ragfr.retrieval import evidence_gate
 
 E5, USE = "local:multilingual-e5-small", "local:use-multilingual"
 ARTICLES = 18  # half ingested (their questions are answerable), half not (their questions are not)
@@ -63,7 +63,7 @@ def piaf_questions(tmp_path_factory) -> tuple[list[dict[str, Any]], Path, Path]:
 
 @pytest.fixture
 def no_env_calibration(monkeypatch):
-    monkeypatch.delenv(evidence_gate.ENV, raising=False)
+    monkeypatch.delenv(fitted.ENV, raising=False)
 
 
 def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, piaf_questions, tmp_path, capsys,
@@ -85,7 +85,7 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
     values = yaml.safe_load(out.read_text(encoding="utf-8"))
     doc = values["openwebui"]["gate"]["calibration"]
     assert doc == json.loads(js.read_text(encoding="utf-8"))  # the YAML holds exactly the JSON document
-    gate = evidence_gate.from_json(doc, "values")
+    gate = fitted.from_json(doc, "values")
     assert gate.embedding_model == E5 and 0.0 <= gate.caution_at <= gate.answer_at <= 1.0
     test = doc["fitted"]["test"]
     # The fitted gate separates real answerable from real unanswerable questions on questions it never saw.
@@ -96,15 +96,15 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
 
     # The chart puts the values file, as written, into Open WebUI's environment, where the gate reads it.
     env = one(render(values), "ConfigMap", "-openwebui-env")["data"]
-    assert replace(evidence_gate.from_json(json.loads(env[evidence_gate.ENV]), "values"), source="values") == gate
+    assert replace(fitted.from_json(json.loads(env[fitted.ENV]), "values"), source="values") == gate
 
     # The values, loaded back through the variable the chart sets, decide `ragfr gate check`.
-    monkeypatch.setenv(evidence_gate.ENV, json.dumps(doc))
+    monkeypatch.setenv(fitted.ENV, json.dumps(doc))
     questions = _write(tmp_path / "q.jsonl", [{"id": "a", "text": json.loads(answerable.read_text().splitlines()[0])
                                                ["text"]}])
     assert cli_main(["gate", "check", "--dsn", dsn, "--collection", "wiki", "--questions", str(questions)]) == 0
     printed = capsys.readouterr()
-    assert f"fitted evidence gate from {evidence_gate.ENV}" in printed.err.splitlines()[0]
+    assert f"fitted evidence gate from {fitted.ENV}" in printed.err.splitlines()[0]
     line, p = json.loads(printed.out), json.loads(printed.out)["probability"]
     assert line["rule"] == "evidence" and p is not None
     assert line["decision"] == ("answer" if p >= gate.answer_at else "caution" if p >= gate.caution_at else "refuse")
@@ -113,7 +113,7 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
     # the same dev split, no unanswerable question answered puts the answer threshold above every unanswerable
     # one (never below the default 2 %'s), and no answerable refused the caution threshold at the lowest
     # answerable one (never above the default 2.5 % quantile).
-    monkeypatch.delenv(evidence_gate.ENV)
+    monkeypatch.delenv(fitted.ENV)
     strict = tmp_path / "strict.json"
     assert cli_main(["gate", "calibrate", "--dsn", dsn, "--collection", "wiki", "--answerable", str(answerable),
                      "--unanswerable", str(unanswerable), "--out", str(tmp_path / "strict.yaml"),
@@ -129,8 +129,8 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
 
 
 def test_the_chart_leaves_the_variable_out_by_default_and_rejects_a_calibration_without_thresholds() -> None:
-    assert evidence_gate.ENV not in one(render({}), "ConfigMap", "-openwebui-env")["data"]
-    doc = json.loads((Path(evidence_gate.__file__).parent / "gate_models" / "local_multilingual-e5-small.json")
+    assert fitted.ENV not in one(render({}), "ConfigMap", "-openwebui-env")["data"]
+    doc = json.loads((Path(fitted.__file__).parent / "models" / "local_multilingual-e5-small.json")
                      .read_text(encoding="utf-8"))
     del doc["thresholds"]
     assert "thresholds" in error_line({"openwebui": {"gate": {"calibration": doc}}})
@@ -142,9 +142,9 @@ def test_a_model_without_calibration_falls_back_to_the_rank_rule_and_says_so(mig
     dsn = migrated_db(dims=512, model=USE)
     _ingest(dsn, USE, held[:2])
     # A calibration for another model is set: it must not apply to this one.
-    monkeypatch.setenv(evidence_gate.ENV, (Path(evidence_gate.__file__).parent / "gate_models" /
+    monkeypatch.setenv(fitted.ENV, (Path(fitted.__file__).parent / "models" /
                                            "local_multilingual-e5-small.json").as_posix())
-    evidence_gate._say_rank_rule.cache_clear()
+    fitted._say_rank_rule.cache_clear()
     questions = _write(tmp_path / "q.jsonl", [json.loads(x) for x in answerable.read_text().splitlines()[:2]])
     with caplog.at_level(logging.WARNING, logger="ragfr.gate"):
         assert cli_main(["gate", "check", "--dsn", dsn, "--collection", "wiki", "--questions", str(questions)]) == 0
@@ -166,7 +166,7 @@ def test_a_target_that_is_not_a_share_is_refused(flag, capsys) -> None:
 
 def test_the_help_states_the_targets_the_fit_uses_by_default(capsys) -> None:
     """The CLI does not import the fit (numpy) to print its help: its stated defaults are checked here."""
-    from ragfr.retrieval.evidence_fit import DEFAULT_TARGETS
+    from ragfr.gate.fitting import DEFAULT_TARGETS
 
     with pytest.raises(SystemExit):
         cli_main(["gate", "calibrate", "--help"])

@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ragfr.retrieval.gate import GateConfig
+from ragfr.gate.rank import GateConfig
 from ragfr_tools.eval.owui_chunking import OpenWebUISplitter, settings_chunking
 from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT

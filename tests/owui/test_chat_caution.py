@@ -9,6 +9,9 @@ import json
 import logging
 from typing import Any
 
+from ragfr.gate import fitted
+from ragfr.gate.features import FEATURES
+from ragfr.gate.fitted import from_json
 from ragfr.owui.runtime.chat_gate import (
     CAUTION,
     CAUTION_LINE,
@@ -18,9 +21,6 @@ from ragfr.owui.runtime.chat_gate import (
     refusal_response,
     show_caution,
 )
-from ragfr.retrieval import evidence_gate
-from ragfr.retrieval.evidence import FEATURES
-from ragfr.retrieval.evidence_gate import from_json
 
 KB = [{"type": "collection", "id": "kb1"}]
 
@@ -48,7 +48,7 @@ def run(sources: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, 
 
 
 def test_the_chat_answers_cautions_and_refuses_by_the_fitted_gate(monkeypatch) -> None:
-    monkeypatch.setattr(evidence_gate, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
     out, metadata = run([source(2.0)])  # p 0.88: answer, although the rank rule would refuse (top 0.02)
     assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["rule"] == "evidence"
     assert all(m["ragfr_gate_rule"] == "evidence" for m in out[0]["metadata"]) and len(out) == 1
@@ -75,7 +75,7 @@ def test_the_chat_answers_cautions_and_refuses_by_the_fitted_gate(monkeypatch) -
 
 
 def test_a_model_without_a_fitted_gate_falls_back_to_the_rank_rule_and_says_so(monkeypatch) -> None:
-    monkeypatch.setattr(evidence_gate, "load", lambda model: None)
+    monkeypatch.setattr(fitted, "load", lambda model: None)
     _, metadata = run([source(2.0, model="local:unfitted", top=0.04)])
     decision = metadata[METADATA_KEY]
     assert decision["rule"] == "rank" and decision["decision"] == "answer"
@@ -84,7 +84,7 @@ def test_a_model_without_a_fitted_gate_falls_back_to_the_rank_rule_and_says_so(m
 
 def test_the_caution_line_goes_through_open_webuis_emitter_and_a_failed_emit_keeps_the_answer(
         monkeypatch, caplog) -> None:
-    monkeypatch.setattr(evidence_gate, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
     emitted: list[dict[str, Any]] = []
 
     async def emitter(event: dict[str, Any]) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from ragfr.gate.rank import GateConfig
 from ragfr.owui.runtime import chat_gate
 from ragfr.owui.runtime.chat_gate import METADATA_KEY, NO_PASSAGE, REFUSAL, gate, refusal_response
-from ragfr.retrieval.gate import GateConfig
 
 RRF = GateConfig.for_scale("rrf")
 KB = [{"type": "collection", "id": "kb1"}]
@@ -93,7 +93,7 @@ def test_an_error_inside_the_gate_refuses_and_shows_only_an_incident_id(
     def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError("boom at host=db.internal port=5432")
 
-    monkeypatch.setattr(chat_gate.evidence_gate, "decide", broken)
+    monkeypatch.setattr(chat_gate.rank, "decide", broken)
     with caplog.at_level(logging.INFO, logger="ragfr.gate"):
         out, metadata = run([source((0.05, 0.05))])
     decision = metadata[METADATA_KEY]
@@ -179,7 +179,7 @@ CASES = {
 def test_ragfr_ask_and_the_chat_take_the_same_decision_on_the_same_search(
     case: str, calibrated: bool, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """One decision path (ragfr.retrieval.gate.scale_for + judge): the same hits give `ragfr ask` and the chat
+    """One decision path (ragfr.gate.rank.scale_for + judge): the same hits give `ragfr ask` and the chat
     the same scale, verdict, reason and kept passages, with or without a calibrated cross-encoder threshold.
     Before, `ask` gated a reranked search on the cross-encoder's uncalibrated default where the chat used RRF."""
     import math
@@ -215,11 +215,11 @@ def test_ragfr_ask_and_the_chat_take_the_same_decision_on_the_same_search(
 
 
 def test_ragfr_ask_and_the_chat_decide_through_the_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`ragfr.retrieval.gate.decide` is the decision of both surfaces: replaced here, it decides for both (the
+    """`ragfr.gate.rank.decide` is the decision of both surfaces: replaced here, it decides for both (the
     chat reads its passages' scores and translates the Decision back; `ask` reads its hits' scores)."""
     from ragfr.ask import answer
-    from ragfr.retrieval import gate as evidence_gate
-    from ragfr.retrieval.gate import Decision, Outcome
+    from ragfr.gate import rank
+    from ragfr.gate.rank import Decision, Outcome
     from ragfr.retrieval.types import Hit, SearchResult
 
     seen: list[list[float | None]] = []
@@ -230,7 +230,7 @@ def test_ragfr_ask_and_the_chat_decide_through_the_one_function(monkeypatch: pyt
         return Decision(Outcome.REFUSE, "the one function said no", gate_cfg.scale, top,
                         gate_cfg.evidence_threshold, gate_cfg.noise_floor, [], scored)
 
-    monkeypatch.setattr(evidence_gate, "decide", refuse_all)
+    monkeypatch.setattr(rank, "decide", refuse_all)
     strong = RRF.evidence_threshold + 0.01
     chat = run([source((strong, strong))])[1][METADATA_KEY]
     hits = [Hit(id="c0", text="passage 0", metadata={}, collection_name="kb1", rrf_score=strong)]

@@ -24,8 +24,8 @@ import pytest
 from tests.support.paths import REPO
 
 from ragfr.eval.beir import load_dataset
+from ragfr.gate.rank import GateConfig
 from ragfr.owui.runtime.chat_gate import REFUSAL
-from ragfr.retrieval.gate import GateConfig
 from ragfr_tools.eval.gate_calibration import unanswerable_questions
 
 from .stack import Server, answer_text, ask, knowledge_base

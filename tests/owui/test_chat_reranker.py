@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from ragfr.gate.rank import GateConfig
 from ragfr.owui.runtime.chat_gate import REFUSAL
-from ragfr.retrieval.gate import GateConfig
 from ragfr_tools import pgdb
 
 from .reranker import logits, packaged_model, server_env, sigmoid

@@ -20,8 +20,8 @@ from collections.abc import Callable
 import pytest
 
 from ragfr.analysis.french import query_terms
+from ragfr.gate.rank import GateConfig
 from ragfr.owui.runtime.chat_gate import CLOSEST, REFUSAL
-from ragfr.retrieval.gate import GateConfig
 from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 

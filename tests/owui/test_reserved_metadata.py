@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from ragfr.db.vmetadata import is_reserved, without_reserved
+from ragfr.gate.rank import GateConfig
 from ragfr.owui.runtime import chat_gate
 from ragfr.owui.runtime.native import to_owui
 from ragfr.owui.runtime.vectors import without_reserved_metadata
 from ragfr.retrieval import passage_keys as keys
-from ragfr.retrieval.gate import GateConfig
 from ragfr.retrieval.types import Hit, SearchResult
 
 # What a PDF's Info dictionary becomes through Open WebUI's PDF loader (keys lower-cased, '/' removed).

@@ -20,6 +20,7 @@ LAYERS: list[set[str]] = [
     {"analysis", "embed", "filters"},  # French text analysis; embedding models and their cache; the filter grammar
     {"db"},  # the schema, its indexes and locks: SQL on document_chunk and the ragfr tables
     {"lexical_index", "vector_index"},  # the BM25 index; the HNSW index: precision, build, graphs, scan, lock
+    {"gate"},  # the evidence gate: its features (computed by retrieval), the rank rule, the fitted decision, the fit
     {"ingest", "retrieval"},  # writing chunks; the hybrid search over them
     {"ask", "embmigrate"},  # the evidence-gated answer; changing the embedding model
     {"eval", "owui"},  # quality measurement; the Open WebUI adapter
@@ -65,7 +66,7 @@ def test_the_check_sees_a_lazy_upward_import(tmp_path: Path) -> None:
     (pkg / "__init__.py").write_text("")
     (pkg / "embmigrate" / "names.py").write_text("")
     (pkg / "db" / "build.py").write_text("def f() -> None:\n    from ragfr.embmigrate import names\n")
-    assert upward(unit_graph(pkg)) == ["ragfr.db (layer 3) imports ragfr.embmigrate (layer 6)"]
+    assert upward(unit_graph(pkg)) == ["ragfr.db (layer 3) imports ragfr.embmigrate (layer 7)"]
 
 
 def test_the_owui_runtime_never_imports_the_patcher() -> None:

@@ -17,10 +17,11 @@ from tests.support.paths import REPO
 ALLOWED = {
     "__init__.py", "__main__.py", "errors.py", "ask.py", "timing.py", "metrics.py", "progress.py", "stop.py", "py.typed",
     "migrations",
-    "analysis", "cli", "db", "embed", "embmigrate", "eval", "filters", "ingest", "lexical_index", "owui", "retrieval", "vector_index",
+    "analysis", "cli", "db", "embed", "embmigrate", "eval", "filters", "gate", "ingest", "lexical_index", "owui", "retrieval",
+    "vector_index",
 }
-# The fitted evidence gate's coefficients of the default embedding model (ragfr.retrieval.evidence_gate).
-SHIPPED_GATE = "retrieval/gate_models/local_multilingual-e5-small.json"
+# The fitted evidence gate's coefficients of the default embedding model (ragfr.gate.fitted).
+SHIPPED_GATE = "gate/models/local_multilingual-e5-small.json"
 TOOL_NAMES = {"bench", "build", "devserver", "gate_calibration.py", "owui_native.py", "owui_driver.py", "baselines.py"}
 
 

@@ -17,11 +17,11 @@ from psycopg import sql
 
 from ragfr.embed import load_embedder
 from ragfr.filters.grammar import Condition
+from ragfr.gate.rank import GateConfig, assess
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
 from ragfr.owui.runtime.native import ranks_metadata
 from ragfr.retrieval.arms import ArmBase, ArmQuery, Ranked
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.gate import GateConfig, assess
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.types import ArmReport
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.support.paths import REPO
 from tests.support.standins import tiny_cross_encoder
 
-from ragfr.retrieval.gate import rrf_thresholds
+from ragfr.gate.rank import rrf_thresholds
 from ragfr_tools.eval.gate_calibration import Scored, best_threshold, main, operating_point, report
 
 

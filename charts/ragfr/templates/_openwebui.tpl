@@ -64,7 +64,7 @@ openwebui.env on top, then the values the chart computes (ragfr.openwebui.comput
 {{- if .Values.openwebui.metrics.enabled -}}
 {{- $_ := set $computed "RAGFR_METRICS_PORT" (toString .Values.openwebui.metrics.port) -}}
 {{- end -}}
-{{- /* The evidence gate fitted by `ragfr gate calibrate` (ragfr.retrieval.evidence_gate reads it as JSON). */ -}}
+{{- /* The evidence gate fitted by `ragfr gate calibrate` (ragfr.gate.fitted reads it as JSON). */ -}}
 {{- with .Values.openwebui.gate.calibration -}}
 {{- $_ := set $computed "RAGFR_GATE_CALIBRATION" (toJson .) -}}
 {{- end -}}

@@ -350,3 +350,18 @@ the extra volumes: each refusal names the value to change.
 {{- fail (printf "openwebui.replicas=%v share the reranker cache, which a ReadWriteOnce volume cannot be on several nodes: set openwebui.reranker.cache.accessModes to [ReadWriteMany] (Longhorn, NFS) or give an existingClaim every node can mount" $w.replicas) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* openwebui.gate.calibration: fitted on the features this version computes (files/gate-features.json, which
+     tests/chart/test_gate_calibration.py keeps equal to ragfr.gate.features.FEATURES). Another list's
+     coefficients mean nothing here: a pod given one anyway falls back to the shipped gate and says so. */}}
+{{- define "ragfr.gate.check" -}}
+{{- with .Values.openwebui.gate.calibration -}}
+{{- $want := $.Files.Get "files/gate-features.json" | fromJsonArray -}}
+{{- if not $want -}}
+{{- fail "files/gate-features.json is missing from the chart: package it from a checkout" -}}
+{{- end -}}
+{{- if ne (toJson .features) (toJson $want) -}}
+{{- fail "openwebui.gate.calibration was fitted on another feature list than this version of ragfr computes: refit with `ragfr gate calibrate` (docs/runbooks/gate-calibration.md) and pass the values file it writes with -f" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

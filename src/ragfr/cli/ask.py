@@ -13,7 +13,7 @@ from ragfr.cli.search import add_search_options
 EPILOG = """\
 No synthesis below the evidence threshold: when the evidence does not clear it, the chat model is NOT
 called; you get `grounded: false`, the scores and the threshold they missed. The rule is the chat's
-(ragfr/retrieval/gate.py): the fitted evidence gate of the collection's embedding model when the package
+(ragfr/gate/rank.py): the fitted evidence gate of the collection's embedding model when the package
 ships one (answer, answer with a caution line, or refuse; `rule: evidence`, docs/retrieval-quality.md),
 else RRF scores, or the cross-encoder's logits when the hits were reranked AND $RAGFR_GATE_CE_EVIDENCE
 holds a calibrated threshold (docs/runbooks/calibrate-relevance-threshold.md). `ragfr gate check` prints

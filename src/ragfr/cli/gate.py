@@ -82,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="share of the questions the thresholds are chosen on (default: %(default)s)")
     cal.add_argument("--test-share", type=_share, default=0.3, metavar="S",
                      help="share held out, on which the rates are printed (default: %(default)s)")
-    # Defaults: ragfr.retrieval.evidence_fit.DEFAULT_TARGETS (not imported here: numpy on every CLI start).
+    # Defaults: ragfr.gate.fitting.DEFAULT_TARGETS (not imported here: numpy on every CLI start).
     cal.add_argument("--not-refused", type=_target, metavar="S",
                      help="share of the answerable questions the gate must not refuse, on the dev split: sets the "
                           "caution threshold (default: 0.975)")
@@ -127,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
     from ragfr.ask import gate_search
     from ragfr.db.connect import connect
     from ragfr.embed import load_embedder, read_space
+    from ragfr.gate.fitted import describe
     from ragfr.retrieval.collections import require_collections
-    from ragfr.retrieval.evidence_gate import describe
     from ragfr.retrieval.hybrid import search
 
     stream = sys.stdin if args.questions == "-" else open(args.questions, encoding="utf-8")
@@ -158,8 +158,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from ragfr.db.connect import connect
     from ragfr.embed import load_embedder, read_space
     from ragfr.eval import gate_calibrate as cal
+    from ragfr.gate.fitting import DEFAULT_TARGETS, Targets
     from ragfr.retrieval.collections import require_collections
-    from ragfr.retrieval.evidence_fit import DEFAULT_TARGETS, Targets
 
     if args.dev_share + args.test_share > 0.8:
         raise ConfigError("--dev-share + --test-share leave less than 20 % of the questions to fit on")

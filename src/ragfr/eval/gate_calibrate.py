@@ -1,5 +1,5 @@
 """`ragfr gate calibrate`: fit the evidence gate for an operator's embedding model on their own questions
-(issue 38 item 4), with the math of ragfr.retrieval.evidence_fit.
+(issue 38 item 4), with the math of ragfr.gate.fitting.
 
 Each question is searched as the chat searches it (production settings, no reranker); a row keeps the search's
 evidence features and its label:
@@ -8,7 +8,7 @@ evidence features and its label:
   miss          an answerable question whose expected source is NOT in the top 3: the search failed, not the
                 gate; neither fitted on nor counted in the answerable rates (its count and outcomes are printed)
   unanswerable  a question the collections do not answer: a negative
-Rows are split by a hash of their id (fit / dev / test, `evidence_fit.side_of`): the model is fitted on fit,
+Rows are split by a hash of their id (fit / dev / test, `fitting.side_of`): the model is fitted on fit,
 its thresholds chosen on dev, its rates measured on test, beside the rank rule's on the same searches and,
 when one is in use for the model (shipped, or RAGFR_GATE_CALIBRATION), the fitted gate in use now.
 """
@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 from ragfr.errors import ConfigError
-from ragfr.retrieval import evidence_fit
-from ragfr.retrieval.evidence_gate import ENV, from_json
+from ragfr.gate import fitting
+from ragfr.gate.fitted import ENV, from_json
 from ragfr.retrieval.types import Hit
 
 TOP = 3  # passages the chat model receives (ragfr.owui chat gate MAX_KEPT)
@@ -87,8 +87,8 @@ def search_all(conn: Any, collections: Sequence[str], embedder: Any, answerable:
                unanswerable: Sequence[Question], dev_share: float, test_share: float,
                progress: TextIO) -> list[Row]:
     """One production search per question, labelled (module docstring). Progress lines on `progress`."""
+    from ragfr.gate.rank import GateConfig, assess
     from ragfr.progress import Progress
-    from ragfr.retrieval.gate import GateConfig, assess
     from ragfr.retrieval.hybrid import search
 
     asks = [(q, "a") for q in answerable] + [(q, "u") for q in unanswerable]
@@ -105,7 +105,7 @@ def search_all(conn: Any, collections: Sequence[str], embedder: Any, answerable:
                 kind = "unanswerable"
             now = assess(result.hits, rank, evidence=result.evidence,
                          embedding_model=result.settings.get("embedding_model") or model or None)
-            rows.append(Row(q.qid, kind, evidence_fit.side_of(f"{group}:{q.qid}", dev_share, test_share),
+            rows.append(Row(q.qid, kind, fitting.side_of(f"{group}:{q.qid}", dev_share, test_share),
                             dict(result.evidence or {}), assess(result.hits, rank).outcome.value,
                             now=now.outcome.value if now.rule == "evidence" else "",
                             top=sorted(sources_of(result.hits[0]) - {result.hits[0].id}) if result.hits else []))
@@ -114,7 +114,7 @@ def search_all(conn: Any, collections: Sequence[str], embedder: Any, answerable:
 
 
 def fit_rows(rows: Sequence[Row], embedding_model: str, *, c: float = 1.0,
-             targets: evidence_fit.Targets = evidence_fit.DEFAULT_TARGETS) -> tuple[dict[str, Any], dict[str, Any]]:
+             targets: fitting.Targets = fitting.DEFAULT_TARGETS) -> tuple[dict[str, Any], dict[str, Any]]:
     """(report, calibration document) from labelled rows."""
     side = {s: [r for r in rows if r.side == s] for s in ("fit", "dev", "test")}
     for s, need in (("fit", "fit the model"), ("dev", "choose the thresholds")):
@@ -125,31 +125,31 @@ def fit_rows(rows: Sequence[Row], embedding_model: str, *, c: float = 1.0,
                 raise ConfigError(f"the {s} split has no {what} to {need}: give more questions (a few hundred of "
                                   "each kind) or change --dev-share/--test-share")
     train = [r for r in side["fit"] if r.kind != "miss"]
-    model = evidence_fit.fit([r.features for r in train], [r.kind == "answerable" for r in train], c)
-    probe = from_json(evidence_fit.calibration(embedding_model, model, {"answer_at": 1.0, "caution_at": 0.0}, {}),
+    model = fitting.fit([r.features for r in train], [r.kind == "answerable" for r in train], c)
+    probe = from_json(fitting.calibration(embedding_model, model, {"answer_at": 1.0, "caution_at": 0.0}, {}),
                       "calibrate")
     p = {s: [probe.probability(r.features) for r in rs] for s, rs in side.items()}
     dev_pos = [pi for r, pi in zip(side["dev"], p["dev"], strict=True) if r.kind == "answerable"]
     dev_neg = [pi for r, pi in zip(side["dev"], p["dev"], strict=True) if r.kind == "unanswerable"]
-    cuts = evidence_fit.thresholds(dev_pos, dev_neg, targets)
-    gate = from_json(evidence_fit.calibration(embedding_model, model, cuts, {}), "calibrate")
+    cuts = fitting.thresholds(dev_pos, dev_neg, targets)
+    gate = from_json(fitting.calibration(embedding_model, model, cuts, {}), "calibrate")
     test = side["test"]
     report: dict[str, Any] = {
         "embedding_model": embedding_model, "thresholds": cuts,
         "rows": {s: {k: sum(r.kind == k for r in rs) for k in ("answerable", "miss", "unanswerable")}
                  for s, rs in side.items()},
-        "test": {k: {"evidence": evidence_fit.shares([gate.decide(r.features)[0] for r in test if r.kind == k]),
-                     "rank": evidence_fit.shares([r.rank_rule for r in test if r.kind == k]),
-                     **({"now": evidence_fit.shares([r.now for r in test if r.kind == k])}
+        "test": {k: {"evidence": fitting.shares([gate.decide(r.features)[0] for r in test if r.kind == k]),
+                     "rank": fitting.shares([r.rank_rule for r in test if r.kind == k]),
+                     **({"now": fitting.shares([r.now for r in test if r.kind == k])}
                         if test and all(r.now for r in test) else {})}
                  for k in ("answerable", "unanswerable", "miss")},
-        "auc_test": evidence_fit.auc([pi for r, pi in zip(test, p["test"], strict=True) if r.kind == "answerable"],
+        "auc_test": fitting.auc([pi for r, pi in zip(test, p["test"], strict=True) if r.kind == "answerable"],
                                      [pi for r, pi in zip(test, p["test"], strict=True) if r.kind == "unanswerable"]),
     }
     fitted = {"tool": "ragfr gate calibrate", "date": time.strftime("%Y-%m-%d"),
               "on": "the operator's questions: fit split (labels: expected source in the top 3 / unanswerable)",
               "thresholds_on": "dev split", "targets": asdict(targets), "rows": report["rows"], "test": report["test"]}
-    return report, evidence_fit.calibration(embedding_model, model, cuts, fitted)
+    return report, fitting.calibration(embedding_model, model, cuts, fitted)
 
 
 def table(report: Mapping[str, Any]) -> Iterator[str]:

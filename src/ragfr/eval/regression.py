@@ -1,5 +1,5 @@
 """The quality regression check of CI (`make eval-gate`): compare a run with the committed baselines
-(eval/baselines.json). Not the evidence gate of answers (ragfr.retrieval.gate).
+(eval/baselines.json). Not the evidence gate of answers (ragfr.gate.rank).
 
 recall@10 and nDCG@10 are checked SEPARATELY, each against its own baseline and tolerance: a recall drop
 fails the gate even when nDCG rose (and the reverse), because a better order of fewer found documents is

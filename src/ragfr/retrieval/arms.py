@@ -17,7 +17,7 @@ import psycopg
 
 from ragfr import metrics
 from ragfr.filters.predicate import Filters
-from ragfr.retrieval import evidence as features
+from ragfr.gate import features
 from ragfr.retrieval import lexical, semantic
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.types import ArmReport
@@ -63,7 +63,7 @@ class Arm(Protocol):
     reads: str
     # Runs on the search's second connection, when the caller gives one, beside the arms on the first.
     aside: bool
-    # Which evidence its scores are (ragfr.retrieval.evidence.COSINE / BM25), or None: read by no feature.
+    # Which evidence its scores are (ragfr.gate.features.COSINE / BM25), or None: read by no feature.
     evidence: str | None
 
     def enabled(self, config: SearchConfig) -> bool: ...

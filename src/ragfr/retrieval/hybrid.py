@@ -29,7 +29,8 @@ from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.filters.grammar import Condition
 from ragfr.filters.predicate import Filters
-from ragfr.retrieval import evidence, semantic
+from ragfr.gate import features
+from ragfr.retrieval import semantic
 from ragfr.retrieval.arms import BUILTIN, TERMS, VECTOR, Arm, ArmQuery, Ranked, reads
 from ragfr.retrieval.config import SearchConfig
 from ragfr.retrieval.fusion import rrf
@@ -152,7 +153,7 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
             use_reranker = req.reranker is not None and config.rerank
             shown = fused[: config.rerank_top_n if use_reranker else config.k]
             rows = _fetch(conn, [doc_id for doc_id, _, _ in shown])
-            stats = evidence.term_stats(conn, filters.collections, terms, searched)
+            stats = features.term_stats(conn, filters.collections, terms, searched)
     except psycopg.errors.QueryCanceled as exc:
         raise SearchTimeoutError(
             f"search cancelled after statement_timeout {config.statement_timeout_ms} ms "
@@ -170,10 +171,10 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
         if doc_id in rows
     ]
     hits = _rerank(query, hits, req.reranker, config, timings)
-    features = evidence.compute(
-        terms, stats, {a.evidence: evidence.ArmList(ran[a.name].ids, ran[a.name].scores)
+    evidence = features.compute(
+        terms, stats, {a.evidence: features.ArmList(ran[a.name].ids, ran[a.name].scores)
                        for a in req.arms if a.evidence and a.name in ran},
-        [h.text for h in hits], fused[0][1] if fused else None, config.rrf_k)
+        [h.text for h in hits], fused[0][1] if fused else None, config.rrf_k, n_arms=len(ran))
     timings["total"] = elapsed_ms(started)
     settings.update(_settings(req, space, terms))
     reports = {name: r.report for name, r in ran.items()}
@@ -181,7 +182,7 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
     result = SearchResult(
         query=query, hits=hits, underfilled=bool(short),
         underfill_reason="; ".join(a.reason or "" for a in short) or None,
-        settings=settings, arms=reports, timings_ms=timings, evidence=features,
+        settings=settings, arms=reports, timings_ms=timings, evidence=evidence,
     )
     _log(result)
     return result

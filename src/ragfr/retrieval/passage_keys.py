@@ -23,7 +23,7 @@ EMBEDDING_MODEL = "ragfr_embedding_model"
 UNDERFILLED = "ragfr_underfilled"
 UNDERFILL_REASON = "ragfr_underfill_reason"
 VECTOR_SCOPE = "ragfr_vector_scope"
-# The search's evidence features (ragfr.retrieval.evidence.FEATURES), JSON text, on every hit: the fitted gate
+# The search's evidence features (ragfr.gate.features.FEATURES), JSON text, on every hit: the fitted gate
 # reads the search's, like TOP_RRF_SCORE.
 EVIDENCE = "ragfr_evidence"
 

@@ -86,7 +86,7 @@ class SearchResult:
     settings: dict[str, Any]
     arms: dict[str, ArmReport] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    # ragfr.retrieval.evidence.FEATURES of this search (cosines, BM25 against the words' rarity, rare-word
+    # ragfr.gate.features.FEATURES of this search (cosines, BM25 against the words' rarity, rare-word
     # coverage, arm agreement): what the fitted gate reads
     evidence: dict[str, float] = field(default_factory=dict)
 

@@ -15,7 +15,7 @@ search's top 3 passage ids), their texts read back from the database the fit sea
   score   a search's answerability: the highest logit over the top 3 passages (what the chat model reads).
   gates   the cross-encoder saw the FIT side, so both gates compared here are fitted on one half of a DEV
           sample (by a hash of the question id), their thresholds chosen on the other half by the product's
-          rule (evidence_fit.thresholds), their rates reported on a TEST sample: the 15 evidence features
+          rule (fitting.thresholds), their rates reported on a TEST sample: the 15 evidence features
           alone, and with the answerability score as a 16th. The shipped gate's rates on the same TEST rows
           are printed beside them.
   cost    seconds to score one search's 3 passages on this machine (what the chat would add per question).
@@ -39,9 +39,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ragfr.retrieval import evidence_fit
-from ragfr.retrieval.evidence import FEATURES
-from ragfr.retrieval.evidence_gate import FittedGate, load
+from ragfr.gate import fitting
+from ragfr.gate.features import FEATURES
+from ragfr.gate.fitted import FittedGate, load
 from ragfr_tools.eval.gate_collect import read_rows
 from ragfr_tools.eval.gate_fit import rates
 from ragfr_tools.repo import REPO
@@ -124,18 +124,18 @@ def _gate(model: dict[str, Any], names: tuple[str, ...], th: dict[str, float]) -
 def compare(dev: list[dict[str, Any]], test: list[dict[str, Any]], names: tuple[str, ...]) -> dict[str, Any]:
     """Fit on DEV half a, thresholds on DEV half b, rates and AUC on TEST."""
     fit_rows = [r for r in dev if _half(r["qid"]) == "a" and r["kind"] != "miss"]
-    model = evidence_fit.fit([r["features"] for r in fit_rows], [r["kind"] == "answerable" for r in fit_rows],
+    model = fitting.fit([r["features"] for r in fit_rows], [r["kind"] == "answerable" for r in fit_rows],
                              names=names)
     gate = _gate(model, names, {"answer_at": 1.0, "caution_at": 0.0})
     b = [r for r in dev if _half(r["qid"]) == "b"]
     pb = [gate.probability(r["features"]) for r in b]
-    th = evidence_fit.thresholds([p for r, p in zip(b, pb, strict=True) if r["kind"] == "answerable"],
+    th = fitting.thresholds([p for r, p in zip(b, pb, strict=True) if r["kind"] == "answerable"],
                                  [p for r, p in zip(b, pb, strict=True) if r["kind"] == "off"])
     gate = _gate(model, names, th)
     pt = [gate.probability(r["features"]) for r in test]
     return {"features": list(names), "thresholds": th, "model": model,
             "test": rates(test, [gate.decide(r["features"])[0] for r in test]),
-            "auc_test": evidence_fit.auc([p for r, p in zip(test, pt, strict=True) if r["kind"] == "answerable"],
+            "auc_test": fitting.auc([p for r, p in zip(test, pt, strict=True) if r["kind"] == "answerable"],
                                          [p for r, p in zip(test, pt, strict=True) if r["kind"] in ("near", "off")])}
 
 
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps({"side": r["side"], "qid": r["qid"], "target": r["target"], "kind": r["kind"], SCORE: s}) + "\n"
         for r, s in zip(dev + test, scores, strict=True)))
     plain, stacked = compare(dev, test, FEATURES), compare(dev, test, (*FEATURES, SCORE))
-    alone = evidence_fit.auc([r["features"][SCORE] for r in test if r["kind"] == "answerable"],
+    alone = fitting.auc([r["features"][SCORE] for r in test if r["kind"] == "answerable"],
                              [r["features"][SCORE] for r in test if r["kind"] in ("near", "off")])
     shipped = load(EMBEDDER)
     report = {
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds_per_search": {"p50": round(statistics.median(seconds), 3),
                                "p95": round(sorted(seconds)[int(0.95 * (len(seconds) - 1))], 3)},
         "features_alone": plain, "with_answerability": stacked, "auc_test_answerability_alone": alone,
-        "auc_test_rrf1_alone": evidence_fit.auc([r["features"]["rrf1"] for r in test if r["kind"] == "answerable"],
+        "auc_test_rrf1_alone": fitting.auc([r["features"]["rrf1"] for r in test if r["kind"] == "answerable"],
                                                 [r["features"]["rrf1"] for r in test if r["kind"] in ("near", "off")]),
         "shipped_gate_on_the_same_test": rates(test, [shipped.decide(r["features"])[0] for r in test])
         if shipped else None,

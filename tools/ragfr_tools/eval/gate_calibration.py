@@ -39,9 +39,9 @@ from ragfr.errors import RagfrError
 from ragfr.eval.beir import load_dataset
 from ragfr.eval.corpus import chunk_documents, documents_ranking, ensure_ingested
 from ragfr.filters.grammar import from_mapping
+from ragfr.gate.rank import rrf_thresholds
 from ragfr.ingest.chunking import ChunkConfig
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.gate import rrf_thresholds
 from ragfr.retrieval.hybrid import search
 from ragfr.retrieval.rerank import Reranker, load_reranker
 from ragfr_tools.repo import REPO

@@ -1,7 +1,7 @@
 """The questions the evidence gate is fitted and measured on (issue 38 item 2), each asked of the collections
 that make it answerable, near-domain or off-domain, with production search (no reranker): one row per
-(question, collection) with the search's evidence features (ragfr.retrieval.evidence) and the rank-only
-gate's decision (ragfr.retrieval.gate.assess on the RRF scale, what the chart ships today).
+(question, collection) with the search's evidence features (ragfr.gate.features) and the rank-only
+gate's decision (ragfr.gate.rank.assess on the RRF scale, what the chart ships today).
 
 Splits, fixed by hashes (no seed, no file order):
   PIAF      by article: sha256(title) mod 10 < 2 is TEST (the reranker's split, ragfr_tools.reranker.data),
@@ -154,9 +154,9 @@ def collect(dsn: str, piaf_json: Path, out: Path, per_side: dict[str, int], seed
     from ragfr.embed import load_embedder
     from ragfr.eval.corpus import documents_ranking
     from ragfr.filters.grammar import from_mapping
+    from ragfr.gate.rank import GateConfig, assess
     from ragfr.retrieval import hybrid
     from ragfr.retrieval.config import SearchConfig
-    from ragfr.retrieval.gate import GateConfig, assess
 
     raw = load_piaf(piaf_json)
     piaf, _, _ = split_dataset(raw)

@@ -2,7 +2,7 @@
 side's searches (ragfr_tools.eval.gate_collect), its two thresholds chosen on the DEV side, its rates reported
 on the TEST side beside the rank rule the chart ships, on the same searches.
 
-The model and thresholds are the product's (ragfr.retrieval.evidence_fit: a Newton solve of sklearn's
+The model and thresholds are the product's (ragfr.gate.fitting: a Newton solve of sklearn's
 LogisticRegression(C, class_weight="balanced") objective; the shipped e5 coefficients of 2026-12-03 came from
 sklearn's lbfgs, whose probabilities differ from the Newton optimum by at most 0.006 on the fit rows).
 
@@ -17,7 +17,7 @@ share each gate answers). Thresholds (dev side; the issue's goals, with a margin
 
 `--rows` reuses a collected file (no search); without it the searches run first and are saved there.
 Writes docs/bench/gate-evidence.json (rates, AUCs, model) and the coefficients the package ships,
-src/ragfr/retrieval/gate_models/<embedding model>.json.
+src/ragfr/gate/models/<embedding model>.json.
 """
 
 from __future__ import annotations
@@ -30,34 +30,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragfr.retrieval import evidence_fit
-from ragfr.retrieval.evidence import FEATURES
-from ragfr.retrieval.evidence_gate import from_json, slug
+from ragfr.gate import fitting
+from ragfr.gate.features import FEATURES
+from ragfr.gate.fitted import from_json, slug
 from ragfr_tools.eval.gate_collect import collect, read_rows
 from ragfr_tools.repo import REPO
 from ragfr_tools.reranker.data import EMBEDDER
 
 PER_SIDE = {"fit": 800, "dev": 800, "test": 800}
 OUT = REPO / "docs" / "bench" / "gate-evidence.json"
-MODELS = REPO / "src" / "ragfr" / "retrieval" / "gate_models"
+MODELS = REPO / "src" / "ragfr" / "gate" / "models"
 KINDS = ("answerable", "miss", "near", "off")
 
 
 def fit(rows: list[dict[str, Any]], c: float = 1.0) -> dict[str, Any]:
     """Standardized features, L2-regularized logistic regression, classes weighted equally: the product's fit
-    (ragfr.retrieval.evidence_fit, the one `ragfr gate calibrate` runs)."""
+    (ragfr.gate.fitting, the one `ragfr gate calibrate` runs)."""
     train = [r for r in rows if r["kind"] != "miss"]
-    return evidence_fit.fit([r["features"] for r in train], [r["kind"] == "answerable" for r in train], c)
+    return fitting.fit([r["features"] for r in train], [r["kind"] == "answerable" for r in train], c)
 
 
 def thresholds(dev: list[dict[str, Any]], p: list[float]) -> dict[str, float]:
-    """The product's rule (evidence_fit.thresholds) with the off-domain questions as the negatives."""
+    """The product's rule (fitting.thresholds) with the off-domain questions as the negatives."""
     pos = [pi for r, pi in zip(dev, p, strict=True) if r["kind"] == "answerable"]
     off = [pi for r, pi in zip(dev, p, strict=True) if r["kind"] == "off"]
-    return evidence_fit.thresholds(pos, off)
+    return fitting.thresholds(pos, off)
 
 
-auc = evidence_fit.auc
+auc = fitting.auc
 
 
 def rates(rows: list[dict[str, Any]], outcome: Sequence[str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ calibrated on questions it is then NOT measured on (issue 29 item 4, principle 4
      gate should answer them;
    - asked of the collection of the TRAIN articles only (mining's, data.py), which does not hold their
      article: off-domain for that corpus; the gate should refuse them.
-   Each gate decides with `ragfr.retrieval.gate.assess` (`decide` on the hits' scores), as `ragfr ask` does;
+   Each gate decides with `ragfr.gate.rank.assess` (`decide` on the hits' scores), as `ragfr ask` does;
    the chat takes the same `decide`.
 
     python -m ragfr_tools.reranker.gate_rates --dsn DSN --piaf piaf-v1.1.json [--model DIR] [--out JSON]
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ragfr.eval.beir import Dataset, load_dataset
-from ragfr.retrieval.gate import GateConfig, assess
+from ragfr.gate.rank import GateConfig, assess
 from ragfr.retrieval.types import Hit
 from ragfr_tools.repo import REPO
 from ragfr_tools.reranker.evaluate import setup

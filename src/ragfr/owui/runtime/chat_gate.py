@@ -3,7 +3,7 @@
 Where it sits (patches/open-webui, docs/decisions/0004): Open WebUI's `process_chat_payload` has just
 retrieved the passages of the attached knowledge (through ragfr's hybrid search) and is about to put
 them into the model's context; `gate()` decides there, with the thresholds of `ragfr ask`
-(`ragfr.retrieval.gate`). Then `main.chat_completion` asks `refusal_response()` before the chat-model
+(`ragfr.gate.rank`). Then `main.chat_completion` asks `refusal_response()` before the chat-model
 call: below the gate it returns a fixed French message (and the closest passages with their file
 names) in place of the model's reply, so no request reaches the model.
 
@@ -14,7 +14,7 @@ Scores
   cross-encoder    only when Open WebUI ran its reranker AND RAGFR_GATE_CE_EVIDENCE is set (a calibrated
                    logit, docs/runbooks/calibrate-relevance-threshold.md): Open WebUI's reranker scores
                    are sigmoids, turned back into logits to compare with the thresholds.
-The decision is `ragfr.retrieval.gate.decide`'s, the one `ragfr ask` takes; this module only reads the scores
+The decision is `ragfr.gate.rank.decide`'s, the one `ragfr ask` takes; this module only reads the scores
 off Open WebUI's passages (keys named in `ragfr.retrieval.passage_keys`) and translates the decision back
 (`ChatView`: the passages kept or shown, the French reply, the keys on each source).
 
@@ -39,10 +39,9 @@ from typing import Any
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
 from ragfr.errors import first_line
-from ragfr.retrieval import evidence_gate as fitted_gate
-from ragfr.retrieval import gate as evidence_gate
+from ragfr.gate import fitted, rank
+from ragfr.gate.rank import Decision, GateConfig, Outcome, Scale, scale_for
 from ragfr.retrieval import passage_keys as keys
-from ragfr.retrieval.gate import Decision, GateConfig, Outcome, Scale, scale_for
 
 log = logging.getLogger("ragfr.gate")
 
@@ -181,7 +180,7 @@ def _logit(p: float) -> float:
 
 
 def assess(passages: list[Passage], scale: Scale) -> ChatView:
-    """The gate's decision on Open WebUI's passages (`ragfr.retrieval.gate.decide`, as `ragfr ask`), and the
+    """The gate's decision on Open WebUI's passages (`ragfr.gate.rank.decide`, as `ragfr ask`), and the
     passages it keeps (above) or shows (below), in Open WebUI's order."""
     gate_cfg = GateConfig.for_scale(scale)
     if scale == "cross-encoder":
@@ -193,8 +192,8 @@ def assess(passages: list[Passage], scale: Scale) -> ChatView:
             p.score = float(p.metadata[keys.RRF_SCORE])
         tops = [float(p.metadata.get(keys.TOP_RRF_SCORE, p.score or 0.0)) for p in passages]
     model, features = search_evidence(passages)
-    decision = evidence_gate.decide([(p, p.score) for p in passages], gate_cfg, top=max(tops, default=None),
-                                    evidence=features, embedding_model=model)
+    decision = rank.decide([(p, p.score) for p in passages], gate_cfg, top=max(tops, default=None),
+                           evidence=features, embedding_model=model)
     if decision.grounded:
         return ChatView(decision, decision.kept[:MAX_KEPT])
     shown = passages[:MAX_SHOWN]
@@ -211,10 +210,10 @@ def search_evidence(passages: list[Passage]) -> tuple[str | None, dict[str, floa
     candidates = [json.loads(text) for text in sorted(found)]
     if not candidates:
         return model, None
-    fitted = fitted_gate.load(model) if model else None
-    if fitted is None:
+    model_gate = fitted.load(model) if model else None
+    if model_gate is None:
         return model, candidates[0]
-    return model, max(candidates, key=fitted.probability)
+    return model, max(candidates, key=model_gate.probability)
 
 
 def refusal_text(shown: list[Passage]) -> str:

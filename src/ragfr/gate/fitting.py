@@ -1,4 +1,4 @@
-"""Fitting the evidence gate (ragfr.retrieval.evidence_gate) on labelled searches: the math `ragfr gate
+"""Fitting the evidence gate (ragfr.gate.fitted) on labelled searches: the math `ragfr gate
 calibrate` runs for an operator's embedding model and the repository's `ragfr_tools.eval.gate_fit` runs for
 the shipped coefficients, so both fit the same model the same way.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ragfr.retrieval.evidence import FEATURES
+from ragfr.gate.features import FEATURES
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def shares(outcomes: Sequence[str]) -> dict[str, Any]:
 
 def calibration(embedding_model: str, model: Mapping[str, Any], thresholds_: Mapping[str, float],
                 fitted: Mapping[str, Any]) -> dict[str, Any]:
-    """The document ragfr.retrieval.evidence_gate.from_json reads (the shipped gate_models/*.json format; the
+    """The document ragfr.gate.fitted.from_json reads (the shipped models/*.json format; the
     chart's openwebui.gate.calibration)."""
     return {"embedding_model": embedding_model, "features": list(FEATURES), "model": dict(model),
             "thresholds": dict(thresholds_), "fitted": dict(fitted)}

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from ragfr.retrieval import evidence_gate
-from ragfr.retrieval.evidence import FEATURES
-from ragfr.retrieval.evidence_gate import from_json, load, slug
+from ragfr.gate import fitted
+from ragfr.gate.features import FEATURES
+from ragfr.gate.fitted import from_json, load, slug
 
 
 def gate_on(feature: str, weight: float, answer_at: float = 0.8, caution_at: float = 0.3):
@@ -45,7 +45,7 @@ def test_a_model_without_coefficients_has_no_fitted_gate() -> None:
 def test_the_shipped_e5_coefficients_load_and_say_what_they_were_fitted_on() -> None:
     gate = load("local:multilingual-e5-small")
     assert gate is not None and gate.features == FEATURES and 0 < gate.caution_at <= gate.answer_at < 1
-    path = evidence_gate.resources.files("ragfr.retrieval") / "gate_models" / "local_multilingual-e5-small.json"
+    path = fitted.resources.files("ragfr.gate") / "models" / "local_multilingual-e5-small.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["embedding_model"] == "local:multilingual-e5-small" and "gate_fit" in data["fitted"]["tool"]
 
@@ -53,10 +53,10 @@ def test_the_shipped_e5_coefficients_load_and_say_what_they_were_fitted_on() -> 
 def test_the_one_decision_takes_three_outcomes_with_a_fitted_gate(monkeypatch) -> None:
     """gate.decide (ragfr ask and the chat): the fitted gate of the search's model decides and says so; the
     noise floor and an empty search still refuse whatever the features say."""
-    from ragfr.retrieval.gate import GateConfig, Outcome, decide
+    from ragfr.gate.rank import GateConfig, Outcome, decide
 
-    fitted = gate_on("cos1", 1.0)
-    monkeypatch.setattr(evidence_gate, "load", lambda model: fitted if model == "m" else None)
+    gate = gate_on("cos1", 1.0)
+    monkeypatch.setattr(fitted, "load", lambda model: gate if model == "m" else None)
     rrf = GateConfig.for_scale("rrf")
     scored = [("a", 0.02), ("b", 0.016)]  # below the rank rule's evidence threshold (0.03227)
     assert decide(scored, rrf).outcome is Outcome.REFUSE  # no evidence given: the rank rule

@@ -13,9 +13,10 @@ from tests.support.contract import CONTRACT_ARTICLES, E5
 from ragfr.analysis.french import query_terms
 from ragfr.cli import main as cli_main
 from ragfr.embed import load_embedder
+from ragfr.gate import fitted
+from ragfr.gate.features import BM25, COSINE, FEATURES, ArmList, TermStats, compute, rrf1
 from ragfr.ingest import ChunkConfig, Document, ingest_documents
 from ragfr.retrieval.config import SearchConfig
-from ragfr.retrieval.evidence import BM25, COSINE, FEATURES, ArmList, TermStats, compute
 from ragfr.retrieval.hybrid import search
 
 DOCS = {name: text for name, text in CONTRACT_ARTICLES.items() if name != "prime"}
@@ -32,7 +33,7 @@ def test_features_hand_computed() -> None:
     lex = ArmList(["a", "b", "c"], {"a": 6.0, "b": 4.5, "c": 1.0})
     sem = ArmList(["b", "a", "d"], {"b": 0.9, "a": 0.8, "d": 0.7})
     f = compute(terms, stats, {BM25: lex, COSINE: sem},
-                ["La franchise du contrat.", "Le montant est fixe.", "Rien."], rrf_top=1 / 61 + 1 / 62, rrf_k=60)
+                ["La franchise du contrat.", "Le montant est fixe.", "Rien."], rrf_top=1 / 61 + 1 / 62, rrf_k=60, n_arms=2)
     assert list(f) == list(FEATURES)
     assert f["cos1"] == 0.9 and f["cos3"] == pytest.approx(0.8) and f["cos_margin"] == pytest.approx(0.1)
     assert f["cos_spread"] == pytest.approx(0.2)
@@ -45,8 +46,34 @@ def test_features_hand_computed() -> None:
     assert f["rrf1"] == pytest.approx((1 / 61 + 1 / 62) / (2 / 61)) and f["n_terms"] == pytest.approx(math.log(4))
 
 
+@pytest.mark.parametrize("n_arms", [1, 2, 3, 5])
+def test_rrf1_reads_the_same_for_any_number_of_arms(n_arms: int) -> None:
+    """Rank 1 in every arm that ran is 1.0, rank 1 in one arm of n is 1/n: the feature means the same whether
+    one, two or five arms fused (the earlier fixed 2/(k+1) read 0.5 for a lone arm's best and 1.5 for three)."""
+    k = 60
+    assert rrf1(n_arms / (k + 1), k, n_arms) == pytest.approx(1.0)
+    assert rrf1(1 / (k + 1), k, n_arms) == pytest.approx(1 / n_arms)
+    assert rrf1(None, k, n_arms) == 0.0
+
+
+def test_two_arms_keep_the_value_the_shipped_coefficients_were_fitted_on() -> None:
+    """With the two built-in arms rrf1 is exactly the earlier top / (2/(k+1)): the shipped e5 gate's
+    probabilities and decisions are unchanged, over the fused top scores two arms can give (ranks 1-30 each)."""
+    gate = fitted.load(E5)
+    assert gate is not None
+    base = dict(zip(FEATURES, gate.mean, strict=True))
+    for k in (20, 60):
+        for r1 in range(1, 31):
+            for r2 in [*range(1, 31), None]:
+                top = 1 / (k + r1) + (1 / (k + r2) if r2 else 0.0)
+                before = {**base, "rrf1": top / (2.0 / (k + 1))}
+                after = {**base, "rrf1": rrf1(top, k, 2)}
+                assert after["rrf1"] == before["rrf1"]
+                assert gate.decide(after) == gate.decide(before)
+
+
 def test_features_without_an_arm_are_zeros() -> None:
-    f = compute([], TermStats(10, {}), {}, [], rrf_top=None, rrf_k=60)
+    f = compute([], TermStats(10, {}), {}, [], rrf_top=None, rrf_k=60, n_arms=0)
     assert f == dict.fromkeys(FEATURES, 0.0)
 
 

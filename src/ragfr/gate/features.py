@@ -6,7 +6,7 @@ lexemes of the top passages (analysed in Python exactly as the database indexes 
 Why each family: RRF is rank-only, so an off-domain question whose nearest passages agree across arms looks
 like a good match. What differs is absolute:
   - cosine of the vector arm's best passages (how close the nearest text is; per embedding model, so the
-    decision that reads it is fitted per model: ragfr.retrieval.evidence_gate);
+    decision that reads it is fitted per model: ragfr.gate.fitted);
   - BM25 of the lexical arm's best passage against what a passage holding every query word once would score
     (sum of the words' idf): "the question's words are here", scaled by their rarity;
   - the share of the question's RARE words (its idf mass) that the top passages hold, and the share the
@@ -27,7 +27,7 @@ import psycopg
 
 from ragfr.analysis.french import analyze
 
-# The vector every fitted decision reads, in this order (ragfr.retrieval.evidence_gate checks its file names
+# The vector every fitted decision reads, in this order (ragfr.gate.fitted checks its file names
 # the same). Adding a feature means refitting the shipped coefficients.
 FEATURES = (
     "cos1",          # vector arm: cosine similarity of its best passage
@@ -43,7 +43,7 @@ FEATURES = (
     "agree_sem_in_lex",  # 1 / lexical rank of the vector arm's best passage (0: not returned)
     "agree_lex_in_sem",  # 1 / vector rank of the lexical arm's best passage
     "overlap5",      # share of the two arms' top 5 that is common
-    "rrf1",          # the fused top RRF score over its maximum (both arms' rank 1): the rank rule's input
+    "rrf1",          # the fused top RRF score over its maximum (rank 1 in every arm that ran): the rank rule's input
     "n_terms",       # log(1 + number of significant query words)
 )
 RARE_SHARE = 0.02  # a word is rare when at most this share of the searched passages hold it
@@ -90,17 +90,24 @@ BM25 = "bm25"  # French BM25 of the question's terms
 
 
 def compute(terms: Sequence[str], stats: TermStats, arms: Mapping[str, ArmList], top_texts: Sequence[str],
-            rrf_top: float | None, rrf_k: int) -> dict[str, float]:
+            rrf_top: float | None, rrf_k: int, *, n_arms: int) -> dict[str, float]:
     """Every feature of FEATURES. `arms`: each arm's list by what its scores are (COSINE, BM25; absent when no
     such arm ran); `top_texts`: the fused top passages' texts, best first (the first TOP are read);
-    `rrf_top`: the fused top score (None: no hit)."""
+    `rrf_top`: the fused top score (None: no hit); `n_arms`: how many arms ran (fused into `rrf_top`)."""
     out = dict.fromkeys(FEATURES, 0.0)
     out.update(_vector(arms.get(COSINE)))
     out.update(_words(terms, stats, arms.get(BM25), top_texts))
     out.update(_agreement(arms.get(BM25), arms.get(COSINE)))
-    out["rrf1"] = (rrf_top or 0.0) / (2.0 / (rrf_k + 1))
+    out["rrf1"] = rrf1(rrf_top, rrf_k, n_arms)
     out["n_terms"] = math.log1p(len(terms))
     return out
+
+
+def rrf1(rrf_top: float | None, rrf_k: int, n_arms: int) -> float:
+    """The fused top score over the best any passage can score: rank 1 in each of the `n_arms` arms that ran,
+    n/(k+1). In [0, 1] whatever the number of arms; with the two built-in arms it is the value the shipped
+    coefficients were fitted on (the earlier fixed 2/(k+1))."""
+    return (rrf_top or 0.0) / (max(1, n_arms) / (rrf_k + 1))
 
 
 def _vector(sem: ArmList | None) -> dict[str, float]:

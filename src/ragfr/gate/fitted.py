@@ -1,5 +1,5 @@
 """The fitted evidence decision (issue 38 items 2-3): a logistic model over the search's evidence features
-(ragfr.retrieval.evidence), fitted offline for ONE embedding model (cosines are that model's scale), gives
+(ragfr.gate.features), fitted offline for ONE embedding model (cosines are that model's scale), gives
 the probability that the top passages hold the answer; two thresholds chosen on a held-out split cut it into
 three outcomes:
 
@@ -12,11 +12,18 @@ Where the coefficients come from, first found:
   RAGFR_GATE_CALIBRATION  an operator's calibration (`ragfr gate calibrate`, the chart's
                           openwebui.gate.calibration): the JSON document, or the path of a file holding it. It
                           applies to the embedding model it names only; for another model it is ignored, logged.
-  package data            one file per embedding model the project calibrated (gate_models/<model>.json, written
+  package data            one file per embedding model the project calibrated (models/<model>.json, written
                           by `python -m ragfr_tools.eval.gate_fit`, which records how and on what they were fitted).
 An embedding model with neither has no fitted gate: `load` returns None, the caller keeps the rank rule
-(ragfr.retrieval.gate, rule "rank" in its log and in ragfr_gate_rules_total), and this module logs once per
+(ragfr.gate.rank, rule "rank" in its log and in ragfr_gate_rules_total), and this module logs once per
 model that it does. Plain floats, no numpy: the chat's gate runs this per message.
+
+A calibration fitted on another feature list (an upgrade added or renamed a feature) cannot be read as
+coefficients of this version. The chart refuses it at render time (charts/ragfr/files/gate-features.json);
+one that reaches a running process anyway is logged once, counted (ragfr_gate_calibration_refused) and set
+aside: the shipped coefficients of its model decide, or the rank rule where none ship, and every decision's
+reason says so (`calibration_note`). Never a ConfigError there: the chat would refuse every question. A
+value that is not a calibration at all (unreadable JSON, a missing key) stays an error.
 """
 
 from __future__ import annotations
@@ -32,12 +39,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
+from ragfr import metrics
 from ragfr.errors import ConfigError
-from ragfr.retrieval.evidence import FEATURES
+from ragfr.gate.features import FEATURES
 
 Verdict = Literal["answer", "caution", "refuse"]
 RULE = "evidence"  # the rule name the gate log reports (the other one: "rank")
 ENV = "RAGFR_GATE_CALIBRATION"
+REFIT = "ragfr gate calibrate"  # the command that refits (docs/runbooks/gate-calibration.md)
 
 log = logging.getLogger("ragfr.gate")
 
@@ -75,10 +84,30 @@ def slug(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", model_id)
 
 
+class OtherFeatures(ValueError):
+    """A calibration fitted on another feature list than FEATURES: its coefficients mean nothing here."""
+
+    def __init__(self, source: str, embedding_model: str, names: tuple[str, ...]) -> None:
+        self.embedding_model = embedding_model
+        missing, extra = sorted(set(FEATURES) - set(names)), sorted(set(names) - set(FEATURES))
+        what = (f"missing {', '.join(missing) or '-'}; not computed any more {', '.join(extra) or '-'}"
+                if missing or extra else "the same names in another order")
+        super().__init__(f"{source}: fitted on another feature list than this version computes ({what}): "
+                         f"refit with `{REFIT}`")
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An operator's calibration set aside (OtherFeatures): for its model, the shipped gate or the rank rule."""
+
+    embedding_model: str
+    reason: str
+
+
 def from_json(data: Mapping[str, Any], source: str) -> FittedGate:
     names = tuple(data["features"])
     if names != FEATURES:
-        raise ValueError(f"{source}: fitted on features {names}, this version computes {FEATURES}: refit")
+        raise OtherFeatures(source, str(data.get("embedding_model", "")), names)
     model = data["model"]
     return FittedGate(str(data["embedding_model"]), names, tuple(map(float, model["mean"])),
                       tuple(map(float, model["scale"])), tuple(map(float, model["coef"])), float(model["intercept"]),
@@ -86,31 +115,52 @@ def from_json(data: Mapping[str, Any], source: str) -> FittedGate:
 
 
 def load(embedding_model: str) -> FittedGate | None:
-    """The fitted gate of `embedding_model` ($RAGFR_GATE_CALIBRATION when it names that model, else the
-    package's file), or None (no calibration for it: the rank rule applies, logged once per model)."""
+    """The fitted gate of `embedding_model` ($RAGFR_GATE_CALIBRATION when it names that model and this
+    version can read it, else the package's file), or None (no calibration for it: the rank rule applies,
+    logged once per model)."""
     configured = _configured(os.environ.get(ENV, "").strip())
-    if configured is not None and configured.embedding_model == embedding_model:
+    if isinstance(configured, FittedGate) and configured.embedding_model == embedding_model:
         return configured
     shipped = _shipped(embedding_model)
-    if shipped is None:
+    if isinstance(configured, Refused) and configured.embedding_model == embedding_model:
+        _say_refused(configured, shipped.source if shipped else None)
+    elif shipped is None:
         _say_rank_rule(embedding_model, configured.embedding_model if configured else None)
     return shipped
 
 
+def calibration_note(embedding_model: str | None) -> str | None:
+    """Why the operator's calibration of `embedding_model` does not decide, for the decision's reason (the gate
+    log, `ragfr ask --json`, `ragfr gate check`); None when it does or none was set for that model."""
+    if not embedding_model:
+        return None
+    configured = _configured(os.environ.get(ENV, "").strip())
+    if not isinstance(configured, Refused) or configured.embedding_model != embedding_model:
+        return None
+    shipped = _shipped(embedding_model)
+    return (f"{ENV} refused, fitted on another feature list: "
+            f"{'the shipped coefficients decide' if shipped else 'no shipped coefficients, the rank rule decides'}; "
+            f"refit with `{REFIT}`")
+
+
 def describe(embedding_model: str) -> str:
     """One line for an operator: which gate decides for `embedding_model` (`ragfr gate check`'s first line)."""
-    fitted = load(embedding_model)
-    if fitted is None:
-        return (f"embedding model {embedding_model}: no fitted evidence gate ({ENV} unset or for another model, "
-                f"none shipped): the rank rule decides (answer or refuse); `ragfr gate calibrate` fits one")
-    return (f"embedding model {embedding_model}: fitted evidence gate from {fitted.source} "
-            f"(answer at p >= {fitted.answer_at:.3f}, caution at p >= {fitted.caution_at:.3f})")
+    gate = load(embedding_model)
+    note = calibration_note(embedding_model)
+    if gate is None:
+        why = note or f"{ENV} unset or for another model, none shipped"
+        return (f"embedding model {embedding_model}: no fitted evidence gate ({why}): the rank rule decides "
+                f"(answer or refuse); `{REFIT}` fits one")
+    return (f"embedding model {embedding_model}: fitted evidence gate from {gate.source} "
+            f"(answer at p >= {gate.answer_at:.3f}, caution at p >= {gate.caution_at:.3f})"
+            + (f" ({note})" if note else ""))
 
 
 @lru_cache(maxsize=4)
-def _configured(text: str) -> FittedGate | None:
+def _configured(text: str) -> FittedGate | Refused | None:
     """The operator's calibration from the variable's value (the JSON itself, or a file path). A value that
-    cannot be read raises: a calibration the operator set and the gate silently ignored would be worse."""
+    cannot be read raises: a calibration the operator set and the gate silently ignored would be worse. One
+    fitted on another feature list is Refused (module docstring): logged and counted when `load` meets it."""
     if not text:
         return None
     try:
@@ -118,6 +168,8 @@ def _configured(text: str) -> FittedGate | None:
             return from_json(json.loads(text), ENV)
         with open(text, encoding="utf-8") as f:
             return from_json(json.load(f), f"{ENV}={text}")
+    except OtherFeatures as exc:
+        return Refused(exc.embedding_model, str(exc))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{ENV} is not a calibration `ragfr gate calibrate` wrote (the JSON, or a path to it): "
                           f"{type(exc).__name__}: {exc}") from None
@@ -125,10 +177,18 @@ def _configured(text: str) -> FittedGate | None:
 
 @lru_cache(maxsize=8)
 def _shipped(embedding_model: str) -> FittedGate | None:
-    path = resources.files("ragfr.retrieval").joinpath("gate_models", f"{slug(embedding_model)}.json")
+    path = resources.files("ragfr.gate").joinpath("models", f"{slug(embedding_model)}.json")
     if not path.is_file():
         return None
-    return from_json(json.loads(path.read_text(encoding="utf-8")), f"gate_models/{slug(embedding_model)}.json")
+    return from_json(json.loads(path.read_text(encoding="utf-8")), f"models/{slug(embedding_model)}.json")
+
+
+@lru_cache(maxsize=8)
+def _say_refused(refused: Refused, shipped: str | None) -> None:
+    metrics.gate_calibration_refused()
+    log.error("ragfr: %s; %s (chart: openwebui.gate.calibration, docs/runbooks/chart-upgrade.md)", refused.reason,
+              f"the shipped coefficients {shipped} decide meanwhile" if shipped else
+              "no coefficients ship for this model: the rank rule decides meanwhile (answer or refuse)")
 
 
 @lru_cache(maxsize=8)

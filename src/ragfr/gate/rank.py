@@ -32,13 +32,26 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from ragfr.retrieval import evidence_gate
-from ragfr.retrieval.types import Hit
+from ragfr.gate import fitted
 
 Scale = Literal["rrf", "cross-encoder"]
 T = TypeVar("T")
+
+
+class ScoredHit(Protocol):
+    """What the rule reads of a search's hit (ragfr.retrieval.types.Hit): the gate sits below retrieval, which
+    computes its features (ragfr.gate.features), so it names the two scores instead of importing the type."""
+
+    @property
+    def rrf_score(self) -> float: ...
+
+    @property
+    def rerank_score(self) -> float | None: ...
+
+
+H = TypeVar("H", bound=ScoredHit)
 
 # The RRF rule in ranks, not in arms: evidence is one arm's rank 1 AND another arm's top 3 (the best two arms'
 # contributions, whatever the number of arms that ran); noise is a single arm's rank worse than 20.
@@ -94,8 +107,8 @@ class Decision(Generic[T]):
     noise_floor: float
     kept: list[T] = field(default_factory=list)  # at or above the noise floor, in the search's order
     scored: list[tuple[T, float | None]] = field(default_factory=list)  # every candidate with its score
-    # which rule decided: "evidence" (the fitted gate of the search's embedding model, ragfr.retrieval.
-    # evidence_gate: `probability` is its p) or "rank" (the RRF / cross-encoder threshold rule above)
+    # which rule decided: "evidence" (the fitted gate of the search's embedding model, ragfr.gate.fitted:
+    # `probability` is its p) or "rank" (the RRF / cross-encoder threshold rule above)
     rule: str = "rank"
     probability: float | None = None
 
@@ -126,7 +139,7 @@ def scale_for(reranked: bool) -> Scale:
     return "cross-encoder" if reranked and os.environ.get("RAGFR_GATE_CE_EVIDENCE") else "rrf"
 
 
-def score_of(hit: Hit, scale: Scale) -> float:
+def score_of(hit: ScoredHit, scale: Scale) -> float:
     if scale == "cross-encoder":
         if hit.rerank_score is None:
             raise ValueError("cross-encoder scale needs reranked hits")
@@ -154,27 +167,31 @@ def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: floa
     because Open WebUI may have dropped the best passage before the gate sees them.
 
     `evidence`: the search's evidence features (SearchResult.evidence). On the RRF scale, when the package
-    ships a fitted gate for `embedding_model` (ragfr.retrieval.evidence_gate), it decides among answer,
+    ships a fitted gate for `embedding_model` (ragfr.gate.fitted), it decides among answer,
     caution and refuse; otherwise the rank rule decides (answer or refuse) and its reason says why. A
     calibrated cross-encoder scale keeps its threshold: the fitted gate never read a cross-encoder score."""
     scored = list(scored)
     if top is None:
         top = max((s for _, s in scored if s is not None), default=None)
     kept = [item for item, score in scored if score is not None and score >= gate.noise_floor]
-    fitted = evidence_gate.load(embedding_model) if embedding_model and gate.scale == "rrf" else None
+    model_gate = fitted.load(embedding_model) if embedding_model and gate.scale == "rrf" else None
+    # An operator's calibration this version cannot read decides nothing, and every decision says so.
+    note = fitted.calibration_note(embedding_model) if gate.scale == "rrf" else None
     outcome, reason = _verdict(top, bool(kept), gate)
-    if fitted is None or evidence is None or top is None or not kept:
+    if model_gate is None or evidence is None or top is None or not kept:
         if gate.scale == "rrf" and embedding_model and top is not None and kept:
-            reason += (f" (rank rule: no fitted evidence gate for {embedding_model})" if fitted is None
+            reason += (f" (rank rule: no fitted evidence gate for {embedding_model})" if model_gate is None
                        else " (rank rule: the search carries no evidence features)")
+        reason += f" [{note}]" if note else ""
         return Decision(outcome, reason, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept, scored)
-    verdict, p, why = fitted.decide(evidence)
+    verdict, p, why = model_gate.decide(evidence)
+    why += f" [{note}]" if note else ""
     return Decision(Outcome(verdict), why, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept,
-                    scored, rule=evidence_gate.RULE, probability=p)
+                    scored, rule=fitted.RULE, probability=p)
 
 
-def assess(hits: list[Hit], gate: GateConfig, *, evidence: Mapping[str, float] | None = None,
-           embedding_model: str | None = None) -> Decision[Hit]:
+def assess(hits: list[H], gate: GateConfig, *, evidence: Mapping[str, float] | None = None,
+           embedding_model: str | None = None) -> Decision[H]:
     """`ragfr ask`'s decision on a search's hits (and the tools' that replay it); pass the search's
     `evidence` and embedding model for the fitted gate (`decide`)."""
     return decide([(h, score_of(h, gate.scale)) for h in hits], gate, evidence=evidence,

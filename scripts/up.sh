@@ -54,6 +54,7 @@ step 3 "embeddings"
 if [[ "$(curl -s -m 3 -D - -o /dev/null "$OLLAMA/api/version" | tr -d '\r')" == *"200"* ]] \
     && ! curl -s -m 3 -D - -o /dev/null "$OLLAMA/api/version" | grep -qi '^X-Ragfr-Test-Double'; then
   OLLAMA_URL="$OLLAMA"; DB=ragfr; DIMS=1024; SPACE="ollama:bge-m3"; EMBED_MODEL="bge-m3"; PREFIXES=()
+  CHAT_MODELS=()  # values.yaml's ollama.models.chat and extra
   BANNER="EMBEDDINGS: the real Ollama at $OLLAMA (bge-m3). Pull it first: ollama pull bge-m3"
 else
   dport="$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
@@ -65,6 +66,7 @@ else
   [[ -s "$STATE/double.port" ]] || { tail -20 "$STATE/double.log" >&2; echo "up: the test double did not start" >&2; exit 1; }
   OLLAMA_URL="http://127.0.0.1:$dport"; DB=ragfr_e5; DIMS=384; SPACE="local:multilingual-e5-small"
   EMBED_MODEL="multilingual-e5-small-test-double"
+  CHAT_MODELS=(--chat-model ragfr-extractive-test-double)
   PREFIXES=(RAG_EMBEDDING_QUERY_PREFIX="query: " RAG_EMBEDDING_CONTENT_PREFIX="passage: ")
   BANNER="EMBEDDINGS: NO Ollama answered at $OLLAMA -> the ragfr TEST DOUBLE on $OLLAMA_URL
    (offline multilingual-e5-small, 384 dims; chat model 'ragfr-extractive-test-double' is NOT a language
@@ -90,10 +92,11 @@ if [[ -n "${UP_RERANKER:-}" ]]; then
   RERANKER=(RAG_RERANKING_MODEL=ragfr/reranker-fr SENTENCE_TRANSFORMERS_HOME="$STATE/hf-cache" HF_HOME="$STATE/hf-cache")
   env "${RERANKER[@]}" RERANKER_SOURCE=image "$OWUI_VENV/bin/python" "$ROOT/charts/ragfr/files/reranker-cache.py" >&2
 fi
-mapfile -t SETTINGS < <("$VENV/bin/python" -c '
-import sys, yaml
-for k, v in yaml.safe_load(open(sys.argv[1], encoding="utf-8")).items():
-    print(f"{k}={v}")' "$ENV_FILE")
+# The settings file, then what the chart computes from values.yaml's defaults: the analysts' rights
+# (openwebui.analysts) and the chat models Open WebUI lists (never the embedding model).
+mapfile -t SETTINGS < <(PYTHONPATH="$ROOT/tools" "$VENV/bin/python" -m ragfr_tools.owui_settings \
+  --embedding-model "$EMBED_MODEL" "${CHAT_MODELS[@]}")
+(( ${#SETTINGS[@]} )) || { echo "up: no Open WebUI settings from $ENV_FILE" >&2; exit 1; }
 # The interface language is the file's (fr-FR) unless the caller names another: `DEFAULT_LOCALE=en-US make up`
 # (env keeps the last assignment of a name).
 [[ -n "${DEFAULT_LOCALE:-}" ]] && SETTINGS+=("DEFAULT_LOCALE=$DEFAULT_LOCALE")

@@ -1,7 +1,8 @@
 """One Open WebUI 0.12.4 server run as `make up` runs it with the e5 test double, for the owui tests.
 
-Settings: charts/ragfr/files/openwebui-env.yaml (the one settings file of the chart and `make up`), then
-exactly the values `scripts/up.sh` computes or overrides on a machine without Ollama:
+Settings: charts/ragfr/files/openwebui-env.yaml (the one settings file of the chart and `make up`) with what the
+chart computes from values.yaml's defaults (ragfr_tools.owui_settings: the analysts' rights, the chat models
+listed), then exactly the values `scripts/up.sh` computes or overrides on a machine without Ollama:
   PGVECTOR_DB_URL / PGVECTOR_INITIALIZE_MAX_VECTOR_LENGTH=384   our migrated database (naming the writer's
                                                                  embedding model, as up.sh and the chart do), e5's width;
   OLLAMA_BASE_URL / RAG_OLLAMA_BASE_URL / RAG_EMBEDDING_MODEL    the Ollama-API test double and its e5 model;
@@ -29,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from tests.support.paths import REPO
 
 from ragfr_tools import owui_client as client
+from ragfr_tools import owui_settings
 
 from .conftest import OWUI_PYTHON, owui_env
 
@@ -80,7 +81,9 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def settings_file() -> dict[str, str]:
-    return {k: str(v) for k, v in yaml.safe_load(ENV_FILE.read_text(encoding="utf-8")).items()}
+    """The settings file, then what the chart computes from values.yaml's defaults (as scripts/up.sh): the
+    analysts' rights and the chat models Open WebUI lists (the double's chat model, not its embedding model)."""
+    return owui_settings.local_settings([CHAT_MODEL], EMBED_NAME)
 
 
 @dataclass
@@ -199,3 +202,13 @@ answer_text, passages, multipart = client.answer_text, client.passages, client.m
 
 
 CITATION = re.compile(r"\[(\d+)\]")
+
+
+def add_analyst(server: Server, admin_token: str, name: str, email: str, password: str) -> str:
+    """An analyst as the admin adds one (Admin Panel > Users > Add User: POST /api/v1/auths/add, role `user`);
+    the analyst's own token, from signing in with that password."""
+    call("POST", server.url + "/api/v1/auths/add",
+         {"name": name, "email": email, "password": password, "role": "user"}, admin_token)
+    signed = call("POST", server.url + "/api/v1/auths/signin", {"email": email, "password": password})
+    assert signed["role"] == "user", signed["role"]
+    return str(signed["token"])

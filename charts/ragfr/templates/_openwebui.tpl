@@ -118,3 +118,33 @@ and loads offline. "true" when the download goes to a PVC.
 {{- $r := .Values.openwebui.reranker -}}
 {{- if and $r.cache.enabled (eq $r.source "download") -}}true{{- end -}}
 {{- end -}}
+
+{{/*
+What the analysts (accounts the admin adds, role "user") may do from their first login (openwebui.analysts), and
+the chat models Open WebUI lists: the Ollama connection's model_ids (OLLAMA_API_CONFIGS, index "0": the one
+OLLAMA_BASE_URL), the release's chat models as Ollama's /api/tags names them, never the embedding model. The same
+computation for `make up` and the owui tests: tools/ragfr_tools/owui_settings.py (tests/chart/test_analysts.py
+compares the two).
+*/}}
+{{- define "ragfr.openwebui.analystEnv" -}}
+{{- $a := .Values.openwebui.analysts -}}
+{{- $embedding := include "ragfr.ollamaName" .Values.embedding.model -}}
+{{- $ids := list -}}
+{{- range (prepend .Values.ollama.models.extra .Values.ollama.models.chat) -}}
+{{- $name := include "ragfr.ollamaName" . -}}
+{{- if and . (ne $name $embedding) -}}
+{{- $ids = append $ids $name -}}
+{{- end -}}
+{{- end }}
+BYPASS_MODEL_ACCESS_CONTROL: {{ toString $a.useChatModels | quote }}
+USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ACCESS: {{ toString $a.createKnowledgeBases | quote }}
+USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ALLOW_SHARING: {{ toString $a.shareKnowledgeWithGroups | quote }}
+{{- with $ids }}
+OLLAMA_API_CONFIGS: {{ dict "0" (dict "enable" true "model_ids" .) | toJson | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* A model as Ollama's /api/tags names it: the tag always shown, ":latest" when none was given. */}}
+{{- define "ragfr.ollamaName" -}}
+{{- if contains ":" (last (splitList "/" .)) -}}{{ . }}{{- else -}}{{ printf "%s:latest" . }}{{- end -}}
+{{- end -}}

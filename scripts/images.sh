@@ -13,7 +13,8 @@
 #                                    `k3s ctr images import`), named localhost/ragfr/<name>:<appVersion> as the chart
 #                                    renders them with global.imageSource=imported; then every upstream image the
 #                                    chart renders with those values (Open WebUI, Ollama, ...), pulled here into a
-#                                    scratch store, so the site has every image the release names. A pull that fails
+#                                    scratch store, so the site has every image the release names (one pinned by
+#                                    digest is copied with skopeo, digest kept). A pull that fails
 #                                    stops the save with one line; IMAGES_UPSTREAM=0 saves the ragfr images only
 #   scripts/images.sh current        exit 0 when the images .build/images.built lists exist and were built from
 #                                    this checkout's inputs (`make run` then skips the rebuild)
@@ -175,9 +176,11 @@ save_upstream() {
   scratch="$(mktemp -d /tmp/ragfr-up-XXXXXX)"
   local store=("${PODMAN[@]}" --root "$scratch/root" --runroot "$scratch/run")
   while read -r rendered name; do
-    [[ "$name" == *@sha256:* ]] && {
-      echo "images: $rendered is pinned by digest: saving pinned upstream images is not supported; save it under its tag" >&2
-      rm -rf "$scratch"; exit 2; }
+    if [[ "$name" == *@sha256:* ]]; then
+      file="$(save_pinned "$dir" "$rendered" "$name" "$scratch")" || { rm -rf "$scratch"; exit 4; }
+      pulled+=("$file")
+      continue
+    fi
     if ! "${store[@]}" pull --quiet --tls-verify="${IMAGES_TLS_VERIFY:-true}" "docker://$name" >/dev/null 2>"$scratch/err"; then
       echo "images: cannot pull $name from this machine ($(tail -1 "$scratch/err")): an air-gapped site needs it; run the save where it can be pulled, or IMAGES_UPSTREAM=0 for the ragfr images only" >&2
       "${store[@]}" rmi --all --force >/dev/null 2>&1 || true
@@ -194,6 +197,35 @@ save_upstream() {
   "${store[@]}" rmi --all --force >/dev/null 2>&1 || true
   rm -rf "$scratch" 2>/dev/null || true
   if ((${#pulled[@]})); then printf '%s\n' "${pulled[@]}" >"$dir/.upstream"; fi
+}
+
+# An upstream image pinned by digest (REPO@sha256:D or REPO:TAG@sha256:D), copied registry to archive byte for
+# byte: podman's pull + push recompresses the layers, so the archive's manifest digest would no longer be D and
+# the node would not find the pinned image. skopeo --preserve-digests keeps it; --all keeps a multi-arch index
+# (what docs/install.md tells to pin) with every platform, since the index digest covers them all. Named
+# REPO@sha256:D in the archive: what containerd's CRI looks a pinned reference up by (it drops the tag), so
+# `k3s ctr images import` makes it usable as rendered. Prints the archive's file name.
+save_pinned() {
+  local dir="$1" rendered="$2" name="$3" scratch="$4" repo digest tag="" last file got
+  command -v skopeo >/dev/null || {
+    echo "images: $rendered is pinned by digest: saving it needs skopeo (apt-get install skopeo; make setup-apt)" >&2
+    return 1; }
+  digest="${name##*@}" repo="${name%@*}"
+  last="${repo##*/}"
+  if [[ "$last" == *:* ]]; then tag="${last##*:}-" repo="${repo%:*}"; fi
+  file="upstream-$(basename "$repo")-${tag}${digest/:/-}"
+  file="${file:0:$((${#file} - 52))}.oci.tar"  # sha256-<12 hex>: readable, still unique per pin
+  rm -f "$dir/$file"
+  if ! skopeo copy --quiet --all --preserve-digests --src-tls-verify="${IMAGES_TLS_VERIFY:-true}" \
+      "docker://$repo@$digest" "oci-archive:$dir/$file:$repo@$digest" >/dev/null 2>"$scratch/err"; then
+    echo "images: cannot pull $repo@$digest from this machine ($(tail -1 "$scratch/err")): an air-gapped site needs it; run the save where it can be pulled, or IMAGES_UPSTREAM=0 for the ragfr images only" >&2
+    return 1
+  fi
+  got="$(tar -xOf "$dir/$file" index.json | grep -o '"digest": *"sha256:[0-9a-f]*"' | sed -n '1s/.*"\(sha256:[0-9a-f]*\)"/\1/p')"
+  [[ "$got" == "$digest" ]] || {
+    echo "images: $dir/$file holds $got, not the pinned $digest" >&2; rm -f "$dir/$file"; return 1; }
+  echo "images: wrote $dir/$file ($rendered, digest kept)" >&2
+  echo "$file"
 }
 
 save() {
@@ -272,5 +304,5 @@ case "${1:-}" in
   ids) list_ids ;;
   inputs) inputs ;;
   pin) pin_value "${2:-}" "${3:-}" ;;
-  *) sed -n '2,33p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,34p' "$0" >&2; exit 2 ;;
 esac

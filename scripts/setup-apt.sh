@@ -18,6 +18,8 @@ BOOKWORM_PKGS=(
   # containerd 1.6 (what k3s embeds) and its ctr, for the `k3s ctr images import` test of the saved archives;
   # the tests start a private instance with its own root and socket.
   containerd
+  # skopeo: `make images-save` copies upstream images pinned by digest registry-to-archive with their digest kept.
+  skopeo
   chromium fonts-liberation  # the real browser of tests/owui/test_browser.py (playwright drives it); readable screenshots
   # promtool (`promtool check rules`) for the chart's PrometheusRule in tests/chart/test_metrics.py; the server is unused.
   prometheus

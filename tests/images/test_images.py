@@ -363,3 +363,57 @@ def test_make_run_imported_on_a_k3s_node_imports_into_its_containerd(built: dict
     assert {f"localhost/ragfr/{n}:{APP_VERSION}" for n in built} <= set(listed.split()), listed
     assert "every other node that may run a ragfr pod needs the same import" in done.stdout
     assert "deploy: the cluster of the current kube context does not answer:" in done.stderr
+
+
+def test_save_keeps_upstream_images_pinned_by_digest(built: dict[str, str], registry: str, tmp_path: Path,
+                                                      containerd: list[str]) -> None:
+    # docs/install.md pins Open WebUI by its multi-arch index digest (TAG@sha256:...) and any image may be pinned
+    # by a bare digest. The save must carry the very manifest pinned: podman's pull + push would recompress the
+    # layers and the node would not find the digest the release names.
+    index = "localhost/ragfr-test-pinned-index:1"
+    check([*PODMAN, "manifest", "create", index])
+    try:
+        check([*PODMAN, "manifest", "add", index, f"containers-storage:localhost/ragfr/ragfr:{APP_VERSION}"])
+        index_file = tmp_path / "index-digest"
+        check([*PODMAN, "manifest", "push", "--all", "--quiet", "--tls-verify=false", "--digestfile",
+               str(index_file), index, f"docker://{registry}/open-webui/open-webui:v0.12.4"])
+    finally:
+        subprocess.run([*PODMAN, "manifest", "rm", index], capture_output=True)
+    single_file = tmp_path / "single-digest"
+    check([*PODMAN, "push", "--quiet", "--tls-verify=false", "--digestfile", str(single_file),
+           f"localhost/ragfr/ragfr:{APP_VERSION}", f"docker://{registry}/ollama/ollama:0.12.10"])
+    owui_pin, ollama_pin = index_file.read_text().strip(), single_file.read_text().strip()
+    values = {"global": {"imageSource": "imported", "imageRegistry": registry},
+              "openwebui": {"image": {"tag": f"v0.12.4@{owui_pin}"}}, "ollama": {"image": {"tag": ollama_pin}}}
+    out_dir = tmp_path / "out"
+    done = save_with(values, out_dir, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=out_dir, check=True)
+    expected = {f"upstream-open-webui-v0.12.4-sha256-{owui_pin[7:19]}.oci.tar": (f"{registry}/open-webui/open-webui",
+                                                                                 owui_pin),
+                f"upstream-ollama-sha256-{ollama_pin[7:19]}.oci.tar": (f"{registry}/ollama/ollama", ollama_pin)}
+    assert {p.name for p in out_dir.glob("upstream-*.oci.tar")} == set(expected)
+    assert set(expected) <= set((out_dir / "SHA256SUMS").read_text().split())
+    rendered = {c for c in chart_images(values) if registry in c}
+    assert rendered == {f"{registry}/open-webui/open-webui:v0.12.4@{owui_pin}", f"{registry}/ollama/ollama@{ollama_pin}"}
+    for file, (_repo, pin) in expected.items():
+        with tarfile.open(out_dir / file) as tar:
+            member = tar.extractfile("index.json")
+            assert member is not None
+            top = json.load(member)["manifests"][0]
+        assert top["digest"] == pin, file  # the index itself for Open WebUI, not one platform's manifest
+        out = subprocess.run([*containerd, "images", "import", str(out_dir / file)], capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-1500:]
+    # Imported under REPO@DIGEST, the name containerd's CRI resolves a pinned reference to (it drops the tag).
+    listed = subprocess.run([*containerd, "images", "ls"], capture_output=True, text=True, check=True).stdout
+    rows = {line.split()[0]: line.split()[2] for line in listed.splitlines()[1:] if registry in line}
+    assert rows == {f"{repo}@{pin}": pin for repo, pin in expected.values()}, listed
+
+
+def chart_images(values: dict[str, object]) -> set[str]:
+    refs = set()
+    for doc in render(values):
+        text = json.dumps(doc)
+        refs.update(re.findall(r'"image": "([^"]+)"', text))
+    return refs

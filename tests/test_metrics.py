@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.paths import REPO
 
 from ragfr import metrics
+from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.chat_gate import gate
 from ragfr.owui.runtime.errors import VectorLengthError
 from ragfr.owui.runtime.vectors import require_vector_length
@@ -98,7 +99,7 @@ def test_the_chat_gate_counts_its_decisions() -> None:
     assert value("ragfr_gate_decisions_total", surface="chat", decision="refuse") == refuse + 1
     strong = [{"source": {"id": "kb"}, "document": ["passage"],
                "metadata": [{"name": "a.txt", "ragfr_chunk_id": "c0", "ragfr_rrf_score": 0.0328,
-                             "ragfr_top_rrf_score": 0.0328}]}]
+                             "ragfr_top_rrf_score": 0.0328, "ragfr_provenance": provenance.issue()}]}]
     gate({"files": [{"type": "collection", "id": "kb"}]}, strong, question="Quel délai ?", searched=True,
          reranked=False)
     assert value("ragfr_gate_decisions_total", surface="chat", decision="answer") == answer + 1

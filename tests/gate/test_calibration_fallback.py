@@ -19,6 +19,7 @@ from ragfr import metrics
 from ragfr.gate import fitted
 from ragfr.gate.features import FEATURES
 from ragfr.gate.rank import GateConfig, Outcome, decide
+from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.chat_gate import METADATA_KEY, gate
 
 E5 = "local:multilingual-e5-small"
@@ -109,7 +110,7 @@ def test_the_chat_answers_with_the_shipped_gate_and_its_gate_log_says_why(monkey
                 "document": ["La franchise est de 150 euros."],
                 "metadata": [{"name": "contrat.txt", "ragfr_chunk_id": "c0", "ragfr_rrf_score": 0.02,
                               "ragfr_top_rrf_score": 0.02, "ragfr_embedding_model": E5,
-                              "ragfr_evidence": evidence}]}]
+                              "ragfr_evidence": evidence, "ragfr_provenance": provenance.issue()}]}]
     metadata: dict[str, Any] = {"files": [{"type": "collection", "id": "kb1"}]}
     with caplog.at_level(logging.INFO, logger="ragfr.gate"):
         out = gate(metadata, sources, question="Quelle est la franchise ?", searched=True, reranked=False)

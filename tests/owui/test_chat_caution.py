@@ -12,6 +12,7 @@ from typing import Any
 from ragfr.gate import fitted
 from ragfr.gate.features import FEATURES
 from ragfr.gate.fitted import from_json
+from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.chat_gate import (
     CAUTION,
     CAUTION_LINE,
@@ -35,11 +36,12 @@ def fitted_on_cos1():
 
 def source(cos1: float, model: str = "m", top: float = 0.02) -> dict[str, Any]:
     evidence = json.dumps({**dict.fromkeys(FEATURES, 0.0), "cos1": cos1})
+    token = provenance.issue()
     return {"source": {"type": "collection", "id": "kb1", "name": "Contrats"},
             "document": ["passage 0", "passage 1"],
             "metadata": [{"name": "contrat.txt", "ragfr_chunk_id": f"c{i}", "ragfr_rrf_score": top,
-                          "ragfr_top_rrf_score": top, "ragfr_embedding_model": model, "ragfr_evidence": evidence}
-                         for i in range(2)]}
+                          "ragfr_top_rrf_score": top, "ragfr_embedding_model": model, "ragfr_evidence": evidence,
+                          "ragfr_provenance": token} for i in range(2)]}
 
 
 def run(sources: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ragfr.gate.rank import GateConfig
-from ragfr.owui.runtime import chat_gate
+from ragfr.owui.runtime import chat_gate, provenance
 from ragfr.owui.runtime.chat_gate import METADATA_KEY, NO_PASSAGE, REFUSAL, gate, refusal_response
 
 RRF = GateConfig.for_scale("rrf")
@@ -20,11 +20,13 @@ KB = [{"type": "collection", "id": "kb1"}]
 
 def source(*scores: tuple[float, float], name: str = "contrat.txt") -> dict[str, Any]:
     """One Open WebUI source: passages with (own RRF, best RRF of the search)."""
+    token = provenance.issue()  # as the adapter stamps each result: the gate reads passages made here only
     return {
         "source": {"type": "collection", "id": "kb1", "name": "Contrats"},
         "document": [f"passage {i}" for i in range(len(scores))],
         "metadata": [{"name": name, "source": name, "ragfr_chunk_id": f"c{i}", "ragfr_rrf_score": own,
-                      "ragfr_top_rrf_score": top} for i, (own, top) in enumerate(scores)],
+                      "ragfr_top_rrf_score": top, "ragfr_provenance": token}
+                     for i, (own, top) in enumerate(scores)],
         "distances": [0.9 - i / 10 for i in range(len(scores))],
     }
 

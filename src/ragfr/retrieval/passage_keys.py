@@ -36,6 +36,11 @@ def arm_score(arm: str) -> str:
     return f"{RESERVED_PREFIX}{arm}_score"
 
 
+# On every passage ragfr's search step makes in Open WebUI (each result's hits, a marker): a token drawn in the
+# process (ragfr.owui.runtime.provenance). The gate reads a passage's other keys only when its token is one the
+# process issued: a stored or client-sent `ragfr_` key is never read as the search's.
+PROVENANCE = "ragfr_provenance"
+
 # A search that could not run (chat_search's marker passage). The reason stays in the process: the gate logs
 # it with the incident id, and the analyst sees only the kind and the id.
 SEARCH_UNAVAILABLE = "ragfr_search_unavailable"  # busy, failed or refused

@@ -18,6 +18,10 @@ The decision is `ragfr.gate.rank.decide`'s, the one `ragfr ask` takes; this modu
 off Open WebUI's passages (keys named in `ragfr.retrieval.passage_keys`) and translates the decision back
 (`ChatView`: the passages kept or shown, the French reply, the keys on each source).
 
+Only passages this process made count (ragfr.owui.runtime.provenance): a passage's `ragfr_` keys are read
+when it carries a provenance token this process issued, never because a stored chunk's metadata or a client's
+file metadata names them. The token is stripped from every passage the gate passes on.
+
 Fails closed: a request that searched attached knowledge but got no passage ragfr scored, a search ragfr
 could not run (`ragfr.owui.runtime.chat_search`'s marker passage: busy, failed or refused, each with its own
 message), or an error inside the gate, is refused. A failure shows the analyst its kind and an incident id
@@ -38,9 +42,11 @@ from typing import Any
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
+from ragfr.db.vmetadata import reserved_keys, without_reserved
 from ragfr.errors import first_line
 from ragfr.gate import fitted, rank
 from ragfr.gate.rank import Decision, GateConfig, Outcome, Scale, scale_for
+from ragfr.owui.runtime.provenance import made_here, without_token
 from ragfr.retrieval import passage_keys as keys
 
 log = logging.getLogger("ragfr.gate")
@@ -134,15 +140,15 @@ def _passages(sources: list[dict[str, Any]]) -> list[Passage]:
         metadatas = source.get("metadata") or []
         for i, text in enumerate(source.get("document") or []):
             meta = metadatas[i] if i < len(metadatas) and isinstance(metadatas[i], dict) else {}
-            if keys.RRF_SCORE in meta:
+            if keys.RRF_SCORE in meta and made_here(meta):
                 out.append(Passage(s, i, str(text), meta))
     return out
 
 
 def _unavailable(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The marker passages of searches ragfr could not run, in order."""
+    """The marker passages of searches ragfr could not run, in order: only those this process made."""
     return [m for source in sources for m in source.get("metadata") or []
-            if isinstance(m, dict) and m.get(keys.SEARCH_UNAVAILABLE) in UNAVAILABLE]
+            if isinstance(m, dict) and m.get(keys.SEARCH_UNAVAILABLE) in UNAVAILABLE and made_here(m)]
 
 
 def unavailable_message(kind: str, incident: str) -> str:
@@ -236,20 +242,29 @@ def _select(sources: list[dict[str, Any]], verdict: ChatView, keep_others: bool)
     for s, source in enumerate(sources):
         metadatas = source.get("metadata") or []
         docs = source.get("document") or []
-        is_ragfr = any(isinstance(m, dict) and keys.RRF_SCORE in m for m in metadatas)
+        is_ragfr = any(isinstance(m, dict) and keys.RRF_SCORE in m and made_here(m) for m in metadatas)
         if not is_ragfr:
             if keep_others:
-                out.append(source)
+                out.append(_unreserved(source))
             continue
         idx = [i for i in range(len(docs)) if (s, i) in wanted]
         if not idx:
             continue
         reduced = {**source, "document": [docs[i] for i in idx],
-                   "metadata": [{**metadatas[i], **stamp} for i in idx]}
+                   "metadata": [{**without_token(metadatas[i]), **stamp} for i in idx]}
         if isinstance(source.get("distances"), list):
             reduced["distances"] = [source["distances"][i] for i in idx if i < len(source["distances"])]
         out.append(reduced)
     return out
+
+
+def _unreserved(source: dict[str, Any]) -> dict[str, Any]:
+    """Another source passed on without the `ragfr_` keys its stored metadata may hold: they are not the
+    search's, and nothing downstream (the citations, the load tool) may read them as the gate's."""
+    metadatas = source.get("metadata")
+    if not isinstance(metadatas, list) or not any(isinstance(m, dict) and reserved_keys(m) for m in metadatas):
+        return source
+    return {**source, "metadata": [without_reserved(m) if isinstance(m, dict) else m for m in metadatas]}
 
 
 def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: str, searched: bool,

@@ -40,6 +40,7 @@ from typing import Any
 
 from ragfr import metrics
 from ragfr.errors import ConfigError, first_line
+from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import passage_keys as keys
 from ragfr.retrieval.hybrid import validate_query
@@ -228,7 +229,8 @@ def unavailable_result(collection_name: str, err: SearchUnavailable, incident: s
     rides along inside the process for the gate's log; the gate never hands it on (no passage survives a
     marker), and the passage's text holds only the kind and the incident."""
     meta = {keys.SEARCH_UNAVAILABLE: err.kind, keys.UNAVAILABLE_REASON: err.reason, keys.INCIDENT: incident,
-            keys.COLLECTION: collection_name, "name": "ragfr", "source": "ragfr"}
+            keys.COLLECTION: collection_name, "name": "ragfr", "source": "ragfr",
+            keys.PROVENANCE: provenance.issue()}  # the gate reads only markers made here
     return {"distances": [[MARKER_DISTANCE]], "documents": [[f"ragfr: search {err.kind}: incident {incident}"]],
             "metadatas": [[meta]]}
 

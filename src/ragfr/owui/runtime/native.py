@@ -30,6 +30,7 @@ from ragfr.db.connect import normalize_dsn, redact
 from ragfr.db.vmetadata import without_reserved
 from ragfr.errors import ConfigError, RagfrError, first_line
 from ragfr.filters.grammar import from_mapping
+from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
 from ragfr.retrieval import passage_keys as keys
@@ -118,18 +119,21 @@ def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
     return extra
 
 
-def hit_metadata(result: SearchResult, index: int) -> dict[str, Any]:
+def hit_metadata(result: SearchResult, index: int, token: str) -> dict[str, Any]:
     """A hit's stored metadata without any `ragfr_` key (a document may not speak for the gate: a chunk
-    stored before the upload path dropped them still holds them), then the search's own keys."""
-    return {**without_reserved(result.hits[index].metadata), **ranks_metadata(result, index)}
+    stored before the upload path dropped them still holds them), then the search's own keys and the
+    result's provenance token (the gate reads the keys of passages this process made only)."""
+    return {**without_reserved(result.hits[index].metadata), **ranks_metadata(result, index),
+            keys.PROVENANCE: token}
 
 
 def to_owui(results: list[SearchResult], result_type: Any) -> Any:
     """One Open WebUI SearchResult row per query vector (or one row for a keyword-only query)."""
+    tokens = [provenance.issue() for _ in results]
     return result_type(
         ids=[[h.id for h in r.hits] for r in results],
         documents=[[h.text for h in r.hits] for r in results],
-        metadatas=[[hit_metadata(r, i) for i in range(len(r.hits))] for r in results],
+        metadatas=[[hit_metadata(r, i, t) for i in range(len(r.hits))] for r, t in zip(results, tokens, strict=True)],
         distances=[[h.rrf_score for h in r.hits] for r in results],
     )
 

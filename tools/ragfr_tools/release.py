@@ -73,11 +73,6 @@ def fingerprint(root: Path = ROOT) -> str:
     return _digest(root, SHIPPED)
 
 
-def migrations_digest(root: Path = ROOT) -> str:
-    """The migrations alone: an input of the migrations Job's name (templates/migrations-job.yaml)."""
-    return _digest(root, ("migrations",))
-
-
 def chart_versions(root: Path = ROOT) -> tuple[str, str]:
     text = (root / CHART_DIR / "Chart.yaml").read_text()
     found = dict(re.findall(r"^(version|appVersion):\s*\"?([^\"\s]+)\"?\s*$", text, re.MULTILINE))
@@ -107,8 +102,6 @@ def check(root: Path = ROOT) -> None:
                            f"({record.get('fingerprint', '')[:19]} -> {now[:19]}): the images would keep the tag "
                            f"{version} and nodes the old images; run make release VERSION=<newer than {version}> "
                            f"and write its CHANGELOG.md section")
-    if record.get("migrations") != migrations_digest(root):
-        raise ReleaseError(f"{RECORD}: the migrations digest is stale: run make release VERSION=x.y.z")
 
 
 def _semver(text: str) -> tuple[int, int, int]:
@@ -129,8 +122,7 @@ def bump(new: str, root: Path = ROOT) -> list[str]:
     text = re.sub(r"^version:.*$", f"version: {new}", text, count=1, flags=re.MULTILINE)
     text = re.sub(r"^appVersion:.*$", f'appVersion: "{new}"', text, count=1, flags=re.MULTILINE)
     chart_yaml.write_text(text)
-    (root / RECORD).write_text(json.dumps({"version": new, "fingerprint": fingerprint(root),
-                                           "migrations": migrations_digest(root)}, indent=2) + "\n")
+    (root / RECORD).write_text(json.dumps({"version": new, "fingerprint": fingerprint(root)}, indent=2) + "\n")
     notes = [f"release: {old} -> {new}: charts/ragfr/Chart.yaml version/appVersion, {RECORD} recorded"]
     changelog = root / "CHANGELOG.md"
     section = re.search(rf"^## {re.escape(new)}(\s.*)?$", changelog.read_text() if changelog.exists() else "",

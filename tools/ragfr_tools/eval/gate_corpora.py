@@ -56,6 +56,7 @@ from ragfr_tools.reranker.data import sample_queries, subset
 
 GATE_DIR = REPO / "eval" / "gate"
 GOLDEN = REPO / "eval" / "golden"
+PROBES = GATE_DIR / "probes.jsonl"  # everyday questions no test corpus is about (collection-relative scale)
 E5 = "local:multilingual-e5-small"
 KINDS = ("answerable", "miss", "off", "near-topic", "near-hand", "near-unans")
 # Golden topics left out for its topic-removed kind: distinctive subjects of its articles, each named by
@@ -257,7 +258,19 @@ def search_all(dsn: str, model: str, datasets: dict[str, Dataset], asks: list[As
         say(f"embedding {len(texts)} questions")
         vectors = dict(zip(texts, embedder.embed_queries(texts), strict=True))
         config, rank_gate = SearchConfig(rerank=False), rank.GateConfig.for_scale("rrf")
+        probes = [str(r["text"]) for r in unanswerable_questions(PROBES)]
+        vectors.update(zip(probes, embedder.embed_queries(probes), strict=True))
         with out.open("w", encoding="utf-8") as f:
+            # How close unrelated questions come to each collection: the scale its own scores are read on
+            for key, (name, _) in colls.items():
+                for text in probes:
+                    result = hybrid.search(conn, text, collections=[name], query_vector=vectors[text],
+                                           embedder=embedder, config=config)
+                    rows.append({"corpus": key, "kind": "probe", "source": "probes", "qid": "", "text": text,
+                                 "target": key, "fit_saw": None, "features": result.evidence,
+                                 "rank_gate": "", "subjects": [], "absent": None, "answer_in_top3": None, "top": ""})
+                    f.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
+            say(f"{len(probes)} probe questions asked of each of {len(colls)} collections")
             for n, a in enumerate(asks, 1):
                 name, chunk_to_doc = colls[a.target]
                 result = hybrid.search(conn, a.text, collections=[name], conditions=from_mapping(dict(a.filters)),
@@ -328,7 +341,7 @@ def report(rows: list[dict[str, Any]], gate: Any,
     """corpus -> kind -> gate -> shares; plus 'all' over every corpus."""
     groups: dict[tuple[str, str], list[dict[str, str]]] = {}
     for r in rows:
-        if not keep(r):
+        if r["kind"] == "probe" or not keep(r):
             continue
         d = decisions(r, gate)
         for corpus in (r["corpus"], "all"):
@@ -376,6 +389,8 @@ def errors(rows: list[dict[str, Any]], gate: Any, which: str, limit: int = 10) -
     answered without caution."""
     out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
+        if r["kind"] == "probe":
+            continue
         d = decisions(r, gate)[which]
         bad = (r["kind"] == "answerable" and d != "answer") or (r["kind"] not in ("answerable", "miss")
                                                                 and d == "answer")

@@ -4,7 +4,7 @@
 DIR ?=
 REGISTRY ?=
 
-.PHONY: images images-save images-push cluster-smoke release release-check chart-package chart-push
+.PHONY: images images-save images-push cluster-smoke cluster-smoke-upgrade release release-check chart-package chart-push
 
 images: setup owui-venv ## build + smoke-test ragfr/ragdb, ragfr/ragfr, ragfr/owui-init:<appVersion> (+ ragfr/reranker when trained); prints references and image IDs
 	bash scripts/images.sh build
@@ -19,6 +19,9 @@ images-push: ## push the images (+ ragfr/reranker when built) to REGISTRY=host:p
 
 cluster-smoke: ## run the rendered default chart's workloads with podman in Kubernetes order (needs `make images`)
 	$(PY) -m ragfr_tools.kubesim.smoke --example default
+
+cluster-smoke-upgrade: ## install the previous release (the commit before the newest migration, its own images) with podman, write a knowledge base, upgrade to this checkout: the new migration applied, nothing lost (needs `make images`)
+	$(PY) -m ragfr_tools.kubesim.upgrade
 
 release: ## bump charts/ragfr/Chart.yaml version + appVersion (= every ragfr image tag) to VERSION=x.y.z and record what ships in charts/ragfr/release.json; then write its CHANGELOG.md section
 	@test -n "$(VERSION)" || { echo "release: set VERSION=x.y.z (newer than the chart's version)"; exit 2; }

@@ -22,7 +22,7 @@ import pytest
 from tests.support.paths import REPO
 from tests.support.pki import server_pki
 
-from ragfr_tools.kubesim import smoke
+from ragfr_tools.kubesim import smoke, upgrade
 from ragfr_tools.kubesim.runner import PODMAN, Cluster, SmokeFailure
 
 pytestmark = pytest.mark.slow
@@ -264,3 +264,31 @@ def test_database_tls_default_chart_answers_in_french(prefix: str, tmp_path: Pat
                                 "questions") + 1]
     assert "PASS 'Dans quel délai dois-je déclarer un vol ?': rank " in analyst, analyst
     assert "FAIL" not in lines[-1] and "PASS schema:" in lines[-1], lines[-1]
+
+
+def test_the_previous_release_is_the_tree_before_the_newest_migration(tmp_path: Path) -> None:
+    commit, lacking = upgrade.previous_release()
+    tree = upgrade.export(commit, tmp_path / "previous")
+    here = {p.name for p in (REPO / "migrations").glob("*.sql")}
+    there = {p.name for p in (tree / "migrations").glob("*.sql")}
+    assert lacking and {f"{name}.sql" for name in lacking.split(", ")} <= here - there, (lacking, here - there)
+    values = json.loads(json.dumps(smoke.SMOKE_VALUES))
+    old = smoke._component(smoke.render("default", values, chart=tree / "charts" / "ragfr"), "Job", "migrate")
+    new = smoke._component(smoke.render("default", values), "Job", "migrate")
+    assert old != new  # the upgrade runs a Job of its own
+
+
+def test_an_upgrade_across_a_migration_keeps_the_knowledge_base(prefix: str, tmp_path: Path) -> None:
+    # Issue 48 item 3: the previous release (one migration less) installed with its own images, a knowledge base
+    # written, then upgraded to this checkout: upgrade.run raises on any difference (migrations, knowledge base,
+    # passages) and logs its PASS lines.
+    lines: list[str] = []
+    stages = upgrade.run(prefix=prefix, workdir=tmp_path / "upgrade", log=lines.append)
+    _, lacking = upgrade.previous_release()
+    applied = next(line for line in lines if "PASS migrations applied by the upgrade" in line)
+    assert all(name.split("_")[0] in applied for name in lacking.split(", ")), applied
+    assert any("knowledge base" in line and "kept; the same passages" in line for line in lines), lines
+    names = [s.name for s in stages]
+    assert names.count("Deployment/ragfr-openwebui (containers open-webui, ready)") == 2, names
+    assert [n for n in names if n.startswith("Job/ragfr-migrate-")][0] != [
+        n for n in names if n.startswith("Job/ragfr-migrate-")][-1], names

@@ -218,6 +218,13 @@ class Cluster:
                                f"(exit {done.returncode}): {out[-600:]}")
         return out
 
+    def upgrade(self, manifests: Sequence[kp.Manifest], image_map: Mapping[str, str]) -> None:
+        """`helm upgrade` to another render: the pods started from now on are the new objects' (on `image_map`'s
+        images); the claims (podman volumes) stay, as a release's PVCs do. Delete the old pods first."""
+        self.manifests = manifests
+        self.objects = kp.index(manifests)
+        self.image_map = image_map
+
     def delete(self, pod: kp.Pod) -> None:
         """Removes a pod run before, as helm's hook-delete-policy before-hook-creation does before a new run."""
         pod_name = self.prepared.pop(pod.name)[0]

@@ -98,13 +98,15 @@ NO_RERANKER = ("Deployment openwebui's init containers cache-reranker and copy-r
 Mutation = Callable[[list[kp.Manifest]], None]
 
 
-def render(example: str = "default", overrides: dict[str, Any] | None = None) -> list[kp.Manifest]:
-    """The objects `helm template ragfr charts/ragfr -f examples/<example>.yaml` prints (offline Helm v4)."""
+def render(example: str = "default", overrides: dict[str, Any] | None = None,
+           chart: Path = CHART) -> list[kp.Manifest]:
+    """The objects `helm template ragfr charts/ragfr -f examples/<example>.yaml` prints (offline Helm v4);
+    `chart`: another release's chart (the upgrade smoke's previous one)."""
     import helm_python as helm
 
-    values = yaml.safe_load((CHART / "examples" / f"{example}.yaml").read_text()) or {}
+    values = yaml.safe_load((chart / "examples" / f"{example}.yaml").read_text()) or {}
     _merge(values, overrides or {})
-    out = helm.Chart.load(CHART).render(values, name=RELEASE, namespace=NAMESPACE, revision=1, is_install=True)
+    out = helm.Chart.load(chart).render(values, name=RELEASE, namespace=NAMESPACE, revision=1, is_install=True)
     docs: list[kp.Manifest] = []
     for path, text in sorted(out.items()):
         if not path.endswith("NOTES.txt"):

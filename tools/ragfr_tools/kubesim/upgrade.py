@@ -30,6 +30,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,27 @@ def install(cluster: Cluster, docs: list[kp.Manifest], log: Callable[[str], None
     return ragdb, ollama, owui, f"http://{ip}:8080", double
 
 
+def kept(url: str, token: str, kb: str) -> dict[str, Any]:
+    """What an upgrade must not lose, read through Open WebUI: the knowledge bases, the knowledge base's files
+    with their bytes (the data volume), the passages its query returns (file, offset, chunk hash, text)."""
+    api = url + "/api/v1"
+    listed = client.call("GET", api + "/knowledge/", token=token)
+    kbs = listed.get("items", []) if isinstance(listed, dict) else listed
+    answer = client.call("GET", f"{api}/knowledge/{kb}/files", token=token)
+    files = answer.get("items", []) if isinstance(answer, dict) else answer
+    content = {}
+    for f in files:
+        request = urllib.request.Request(f"{api}/files/{f['id']}/content",
+                                                headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=60) as got:
+            content[f["id"]] = got.read().decode("utf-8")
+    found = client.call("POST", api + "/retrieval/query/collection",
+                        {"collection_names": [kb], "query": fixtures.ANSWERABLE, "k": 5}, token)
+    passages = [(m.get("file_id"), m.get("start_index"), m.get("_chunk_hash"), d)
+                for m, d in zip(found["metadatas"][0], found["documents"][0], strict=True)]
+    return {"knowledge bases": sorted(str(k["id"]) for k in kbs), "files": content, "query": passages}
+
+
 def ask_both(url: str, token: str, kb: str) -> dict[str, list[str]]:
     """Passage texts of the answerable and the off-domain question, in the order they came back."""
     return {q: [d for d, _ in client.passages(client.ask(url, token, smoke.CHAT_MODEL, q, kb))]
@@ -178,9 +200,12 @@ def run(*, prefix: str, previous: str | None = None, workdir: Path | None = None
         token = client.sign_up_admin(url)
         kb = client.knowledge_base(url, token, "Contrats", {fixtures.FILENAME: fixtures.CONTRACT})
         asked = ask_both(url, token, kb)
+        stored = kept(url, token, kb)
         cluster.stages.append(Stage("previous release: sign-up, knowledge base, 2 questions", time.monotonic() - t0))
         if not any(fixtures.THEFT_SENTENCE in d for d in asked[fixtures.ANSWERABLE]):
             raise SmokeFailure(f"the previous release does not find the theft article: {asked}")
+        if list(stored["files"].values()) != [fixtures.CONTRACT] or not stored["query"]:
+            raise SmokeFailure(f"the previous release's knowledge base is not what was uploaded: {stored}")
 
         log(f"cluster-smoke-upgrade: upgrading to this checkout (Job {old_job} -> {new_job})")
         if new_job == old_job:
@@ -193,12 +218,8 @@ def run(*, prefix: str, previous: str | None = None, workdir: Path | None = None
         t0 = time.monotonic()
         token = client.call("POST", url + "/api/v1/auths/signin",
                             {"email": client.ADMIN["email"], "password": client.ADMIN["password"]})["token"]
-        kbs = client.call("GET", url + "/api/v1/knowledge/", token=token)
-        listed = kbs.get("items", kbs) if isinstance(kbs, dict) else kbs
-        files = client.call("GET", f"{url}/api/v1/knowledge/{kb}/files", token=token)
-        names = [f.get("meta", {}).get("name") or f.get("filename") for f in
-                 (files.get("items", files) if isinstance(files, dict) else files)]
         again = ask_both(url, token, kb)
+        still = kept(url, token, kb)
         cluster.stages.append(Stage("upgraded release: sign-in, knowledge base, same 2 questions",
                                     time.monotonic() - t0))
     except client.ApiError as exc:
@@ -211,16 +232,16 @@ def run(*, prefix: str, previous: str | None = None, workdir: Path | None = None
         problems.append(f"migrations before {before}, after {after}: the upgrade applied none")
     if lacking and sorted(m.split()[0] for m in new) != sorted(n.split("_")[0] for n in lacking.split(", ")):
         problems.append(f"the upgrade applied {new}, the previous release lacked {lacking}")
-    if kb not in {str(k.get("id")) for k in listed}:
-        problems.append(f"knowledge base {kb} is gone after the upgrade: {listed}")
-    if fixtures.FILENAME not in names:
-        problems.append(f"{fixtures.FILENAME} is no longer in the knowledge base: {names}")
+    for what in ("knowledge bases", "files", "query"):
+        if still[what] != stored[what]:
+            problems.append(f"{what} differ after the upgrade: before {stored[what]}, after {still[what]}")
     if again != asked:
         problems.append(f"the same questions give other passages after the upgrade: before {asked}, after {again}")
     if problems:
         raise SmokeFailure("; ".join(problems))
     log(f"    PASS migrations applied by the upgrade: {', '.join(new)} (Job {new_job}, previous {old_job})")
-    log(f"    PASS knowledge base {kb} and {fixtures.FILENAME} kept; the same passages for both questions")
+    log(f"    PASS knowledge base {kb}, {fixtures.FILENAME} (its bytes) and the query's chunks kept; the same "
+        "passages for both questions")
     return stages + cluster.stages
 
 

@@ -31,7 +31,7 @@ SURFACES = ("chat", "cli")
 DECISIONS = ("answer", "caution", "refuse")
 RULES = ("evidence", "rank")
 CHECKS = ("model", "dimension")
-UNAVAILABLE = ("busy", "failed", "refused")
+UNAVAILABLE = ("busy", "unavailable", "failed", "refused")
 
 # No `*_created` series beside each counter and histogram: they double the series count and nothing here reads them.
 disable_created_metrics()
@@ -76,7 +76,8 @@ SPACE_MISMATCHES = Counter(
 )
 CHAT_SEARCH_UNAVAILABLE = Counter(
     "ragfr_chat_search_unavailable", "Chat questions ragfr could not search, answered with a message and no model "
-    "call: busy (no slot or connection within the wait limit, a timeout), failed (an error), refused (a question "
+    "call: busy (no slot or connection within the wait limit, a timeout), unavailable (the database does not answer), "
+    "failed (an error), refused (a question "
     "it will not search: too long, NUL, bad filter). Never Open WebUI's legacy path.",
     ["kind"],
 )

@@ -17,11 +17,12 @@ class SearchUnavailable(RagfrError):
     """ragfr could not search for a chat question. The chat gets an honest message and no passage, never
     Open WebUI's legacy path (which would load the whole collection into the pod on top of the trouble).
 
-    kind: `busy` (no free slot or connection within the wait limit, a statement or embedding timeout: try
-    again), `failed` (an error: the operator must look), `refused` (a question ragfr will not search as
-    given: too long, a NUL byte, a bad filter, empty)."""
+    kind: `busy` (no free slot or connection within the wait limit while the database answers, a statement or
+    embedding timeout: try again), `unavailable` (the database does not answer: connection refused or lost),
+    `failed` (an error: the operator must look), `refused` (a question ragfr will not search as given: too
+    long, a NUL byte, a bad filter, empty)."""
 
-    KINDS = ("busy", "failed", "refused")
+    KINDS = ("busy", "unavailable", "failed", "refused")
 
     def __init__(self, kind: str, reason: str) -> None:
         if kind not in self.KINDS:
@@ -29,3 +30,14 @@ class SearchUnavailable(RagfrError):
         super().__init__(reason)
         self.kind = kind
         self.reason = reason
+
+
+class DocumentNotStored(RagfrError):
+    """Open WebUI could not write a document's chunks to the vector table (rolled back: none of them kept).
+    Its text is what the analyst reads, in French with an incident id; the driver's error is only logged under
+    that id (`ragfr.owui.runtime.uploads`)."""
+
+    def __init__(self, message: str, kind: str, incident: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.incident = incident

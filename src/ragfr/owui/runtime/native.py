@@ -50,6 +50,8 @@ log = logging.getLogger("ragfr.owui")
 POOL_SIZE = int(os.environ.get("RAGFR_OWUI_POOL_SIZE", "4"))
 # How long a search waits for a free connection before it gives up with no results (and says why).
 POOL_WAIT_S = float(os.environ.get("RAGFR_OWUI_POOL_WAIT_S", "10"))
+# A search that found no free connection first asks whether the database answers at all (unavailable, not busy).
+PROBE_TIMEOUT_S = 2
 STATEMENT_TIMEOUT_MS = int(os.environ.get("RAGFR_STATEMENT_TIMEOUT_MS", "10000"))
 # hnsw.ef_search of the chat's searches (pinned per search and logged with it): "auto" (default) sets it by
 # the graph's size, as recall@10 falls with the corpus size at a fixed value (ragfr.retrieval.config).
@@ -82,6 +84,16 @@ def pool(dsn: str, role: str) -> ConnectionPool:
             )
             _pools[(dsn, role)] = found
         return found
+
+
+def no_answer(dsn: str) -> str:
+    """Why a fresh connection to `dsn` fails within PROBE_TIMEOUT_S (refused, lost, timed out, refused at
+    login), or "" when the database answers."""
+    try:
+        psycopg.connect(dsn, connect_timeout=PROBE_TIMEOUT_S, autocommit=True).close()
+    except psycopg.OperationalError as err:
+        return first_line(err)
+    return ""
 
 
 def search_config(limit: int, hybrid_bm25_weight: float, has_vector: bool) -> SearchConfig:
@@ -205,12 +217,21 @@ def hybrid_search(
             results = _search_all(conn, second, **args)
     except PoolTimeout as err:
         metrics.search_failed(timeout=True)  # never reached hybrid.search, which counts its own failures
+        # The pool waits the same for a connection every search holds as for one the server refuses: the
+        # analyst is told busy only when the database answers.
+        down = no_answer(dsn)
+        if down:
+            raise SearchUnavailable("unavailable", f"the database does not answer: {down} ({redact(dsn)})") from err
         raise SearchUnavailable("busy", f"no database connection free within {POOL_WAIT_S:g} s: {err}") from err
     except SearchTimeoutError as err:
         raise SearchUnavailable("busy", str(err)) from err
     except ConfigError as err:  # the question (too long, NUL, empty) or Open WebUI's filter
         raise SearchUnavailable("refused", str(err)) from err
+    except psycopg.OperationalError as err:  # the connection refused or lost outside hybrid.search
+        raise SearchUnavailable("unavailable", f"{first_line(err)} ({redact(dsn)})") from err
     except RagfrError as err:
+        if isinstance(err.__cause__, psycopg.OperationalError):  # lost during the search (server gone, restarted)
+            raise SearchUnavailable("unavailable", f"{err} ({redact(dsn)})") from err
         raise SearchUnavailable("failed", f"{err} ({redact(dsn)})") from err
     except Exception as err:
         log.exception("ragfr: hybrid search failed for %s (%s)", collection_name, redact(dsn))

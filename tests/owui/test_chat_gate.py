@@ -133,7 +133,7 @@ def test_cross_encoder_scale_only_when_reranked_and_calibrated(monkeypatch: pyte
     assert decision["top_score"] == pytest.approx(2.1972, abs=1e-3) and decision["evidence_threshold"] == 1.5
 
 
-@pytest.mark.parametrize("kind", ["busy", "failed", "refused"])
+@pytest.mark.parametrize("kind", ["busy", "unavailable", "failed", "refused"])
 def test_a_search_that_could_not_run_is_refused_with_its_kind_and_an_incident_id_not_its_details(
     kind: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -240,3 +240,9 @@ def test_ragfr_ask_and_the_chat_decide_through_the_one_function(monkeypatch: pyt
     assert seen == [[strong], [strong]]
     assert (chat["decision"], chat["reason"]) == ("refuse", "the one function said no")
     assert (asked.grounded, asked.evidence.reason) == (False, "the one function said no")
+
+
+def test_every_kind_of_search_that_could_not_run_has_its_french_message() -> None:
+    from ragfr.owui.runtime.errors import SearchUnavailable
+
+    assert set(chat_gate.UNAVAILABLE) == set(SearchUnavailable.KINDS)

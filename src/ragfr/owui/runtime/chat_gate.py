@@ -66,6 +66,9 @@ UNAVAILABLE = {
             "produite. Réessayez dans quelques instants.",
     "failed": "La recherche dans les documents joints a échoué : aucune réponse n'a été produite. Réessayez ; "
               "si l'erreur persiste, signalez-la à l'administrateur.",
+    # The database does not answer (ragfr.owui.runtime.native: refused or lost connections), not a full queue.
+    "unavailable": "La base des documents joints ne répond pas pour le moment : aucune réponse n'a été produite. "
+                   "Réessayez dans quelques minutes ; si l'erreur persiste, signalez-la à l'administrateur.",
     "refused": "Cette question ne peut pas être recherchée dans les documents joints telle qu'elle est écrite "
                "(vide, trop longue ou contenant un caractère invalide) : reformulez-la.",
 }
@@ -157,10 +160,10 @@ def unavailable_message(kind: str, incident: str) -> str:
 
 def unavailable_verdict(markers: list[dict[str, Any]]) -> ChatView:
     """Refused because a search did not run. The most serious kind sets the message and the incident shown
-    (failed, then busy, then refused); every marker's reason and incident go into the decision's reason,
-    which only the gate log prints."""
+    (failed, then unavailable, then busy, then refused); every marker's reason and incident go into the
+    decision's reason, which only the gate log prints."""
     kinds = [str(m[keys.SEARCH_UNAVAILABLE]) for m in markers]
-    kind = next(k for k in ("failed", "busy", "refused") if k in kinds)
+    kind = next(k for k in ("failed", "unavailable", "busy", "refused") if k in kinds)
     incident = next(str(m.get(keys.INCIDENT) or "") for m in markers if m[keys.SEARCH_UNAVAILABLE] == kind)
     incident = incident or secrets.token_hex(4)
     reason = "; ".join(sorted({f"{m[keys.SEARCH_UNAVAILABLE]} (incident {m.get(keys.INCIDENT)}): "

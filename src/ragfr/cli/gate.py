@@ -31,8 +31,9 @@ The two thresholds follow three targets on the dev split, recorded with the cali
 caution threshold), --answered and --unanswerable-answered (the answer threshold). Lower --answered or
 --unanswerable-answered to caution more of the questions near your domain; raise --answered to caution fewer.
 
---out is a Helm values file (openwebui.gate.calibration): `helm upgrade <release> charts/ragfr --reuse-values
--f gate-values.yaml` and the chat's gate uses it for this embedding model (docs/runbooks/gate-calibration.md).
+--out is a Helm values file (openwebui.gate.calibration): copy that key into the release's my-values.yaml and
+`helm upgrade <release> charts/ragfr -f my-values.yaml`; the chat's gate then uses it for this embedding model
+(docs/runbooks/gate-calibration.md).
 Outside the chart, write --calibration-json and set RAGFR_GATE_CALIBRATION to its path (ragfr ask, gate check).
 
 examples:
@@ -193,7 +194,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print("questions per split (answerable / miss / unanswerable): "
           + "; ".join(f"{s} {r['answerable']}/{r['miss']}/{r['unanswerable']}" for s, r in report["rows"].items()))
     Path(args.out).write_text(cal.values_yaml(doc, command, report), encoding="utf-8")
-    print(f"wrote {args.out}: helm upgrade <release> charts/ragfr --reuse-values -f {args.out}")
+    print(f"wrote {args.out}: copy its openwebui.gate.calibration into my-values.yaml, then helm upgrade <release> "
+          "charts/ragfr -f my-values.yaml")
     if args.calibration_json:
         Path(args.calibration_json).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(f"wrote {args.calibration_json}: RAGFR_GATE_CALIBRATION={args.calibration_json} for ragfr ask and "

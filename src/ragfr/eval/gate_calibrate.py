@@ -201,10 +201,11 @@ def yaml_lines(value: Any, indent: int) -> Iterable[str]:
 
 
 def values_yaml(doc: Mapping[str, Any], command: str, report: Mapping[str, Any]) -> str:
-    """The chart values file: `helm upgrade ... -f gate-values.yaml` (openwebui.gate.calibration)."""
+    """The chart values file (openwebui.gate.calibration), which the operator copies into my-values.yaml."""
     head = [f"# ragfr gate calibrate, {doc['fitted']['date']}: the evidence gate of {doc['embedding_model']}",
             f"# command: {command}",
             *(f"# {line}" for line in table(report)),
-            f"# helm upgrade <release> charts/ragfr --reuse-values -f <this file>; outside the chart: {ENV}=<path of "
+            "# copy openwebui.gate.calibration into my-values.yaml, then helm upgrade <release> charts/ragfr -f "
+            f"my-values.yaml; outside the chart: {ENV}=<path of "
             "the calibration JSON>"]
     return "\n".join([*head, "openwebui:", "  gate:", "    calibration:", *yaml_lines(doc, 6)]) + "\n"

@@ -22,12 +22,20 @@ def test_subjects_are_the_noun_phrases_as_typed_not_the_question_words_or_the_in
     assert _surfaces("La panne de ma pompe à chaleur est-elle prise en charge ?") == ["panne de ma pompe à chaleur"]
     assert _surfaces("Quelle est la distance entre la Terre et la Lune ?") == ["distance", "Terre", "Lune"]
     # elided article, then a capitalised name mid-sentence without any article
-    assert _surfaces("Quel est le rôle du pool Gareat ?") == ["rôle du pool Gareat"]
+    assert _surfaces("Quel est le rôle du pool Gareat ?") == ["pool Gareat"]
     assert _surfaces("Un syndicat du Lloyd's participe-t-il au traité ?") == ["syndicat du Lloyd", "traité"]
 
 
+def test_what_kind_of_answer_is_wanted_and_verbs_taking_an_object_are_not_subjects() -> None:
+    assert _surfaces("En quelle année Mélèce est-il parti pour Constantinople ?") == ["Mélèce", "Constantinople"]
+    assert _surfaces("Quel est le montant de la franchise ?") == ["franchise"]
+    # « a » is the verb here, not « à »; « dirigé » takes an object
+    assert _surfaces("Qui a dirigé la communauté juive de France ?") == ["communauté juive de France"]
+    assert _surfaces("Qui s'installe sur la 5e avenue ?") == ["avenue"]  # an ordinal is not a subject
+
+
 def test_a_keyword_query_without_any_article_is_its_own_subject() -> None:
-    assert _surfaces("delai declaration sinistre") == ["delai declaration sinistre"]
+    assert _surfaces("delai declaration sinistre") == ["declaration sinistre"]
 
 
 def test_lexemes_are_the_databases_and_deduplicated() -> None:
@@ -41,9 +49,19 @@ def test_a_subject_no_document_holds_is_named_in_french() -> None:
     subjects = subject_terms("La borne de recharge de ma voiture est-elle couverte ?")
     df = {lx: 3 for lx in analyze("voiture couverte garantie")}  # "born", "recharg": df 0 (absent from the table)
     got = absent_subject(subjects, df, ["Le véhicule assuré est garanti."])
-    assert isinstance(got, Absence) and got.where == "collection"
-    assert got.missing == tuple(analyze("borne recharge"))
+    assert isinstance(got, Absence) and got.where == "collection" and got.strong
+    assert got.missing == tuple(analyze("borne recharge"))  # the head nouns (one per unit) no passage holds
     assert got.reason_fr() == "Aucun des documents joints ne mentionne « borne de recharge de ma voiture »."
+
+
+def test_a_modifier_no_passage_holds_is_a_weak_absence_from_the_collection() -> None:
+    """« panneaux solaires » are in the contract, « photovoltaïques » nowhere: the phrase is not mentioned,
+    but its head is, so the gate may caution, not refuse."""
+    subjects = subject_terms("Les panneaux photovoltaïques sont-ils couverts ?")
+    df = {lx: 1 for lx in analyze("panneaux solaires")}
+    got = absent_subject(subjects, df, ["Les antennes et panneaux solaires fixés au bâtiment."])
+    assert got is not None and got.where == "collection" and not got.strong
+    assert got.reason_fr() == "Aucun des documents joints ne mentionne « panneaux photovoltaïques »."
 
 
 def test_a_phrase_the_collection_holds_word_by_word_but_no_top_passage_holds_together_is_absent_from_the_top() -> None:

@@ -33,17 +33,19 @@ def _dataset() -> Dataset:
 
 
 def test_the_subject_rule_over_a_base_decision() -> None:
-    collection = {"where": "collection", "subject": "borne de recharge"}
-    top = {"where": "top", "subject": "accidents de la vie"}
+    collection = {"where": "collection", "strong": True, "subject": "borne de recharge"}
+    weak = {"where": "collection", "strong": False, "subject": "panneaux photovoltaïques"}
+    top = {"where": "top", "strong": False, "subject": "accidents de la vie"}
     assert with_subject("answer", None) == "answer"
     assert with_subject("answer", collection) == "refuse"
-    assert with_subject("answer", collection, soft=True) == "caution"
-    assert with_subject("caution", collection, soft=True) == "refuse"
+    assert with_subject("answer", collection, strong_only=True) == "caution"
+    assert with_subject("caution", collection, strong_only=True) == "refuse"
+    assert with_subject("answer", weak) == "caution" and with_subject("answer", weak, strong_only=True) == "answer"
     assert with_subject("answer", top) == "caution"
     assert with_subject("refuse", top) == "refuse"
     row = {"rank_gate": "answer", "absent": top, "features": {}}
     assert decisions(row, None) == {"rank": "answer", "fitted": "answer", "rank+subject": "caution",
-                                    "fitted+subject": "caution", "fitted+subject-soft": "caution"}
+                                    "fitted+subject": "caution", "rank+strong": "answer", "fitted+strong": "answer"}
 
 
 def test_topics_removed_take_every_document_naming_them() -> None:
@@ -71,7 +73,7 @@ def test_the_harness_searches_decides_and_reports_on_a_tiny_corpus(migrated_db, 
     by_id = {r["qid"]: r for r in searched}
     assert by_id["a1"]["kind"] == "answerable" and by_id["a2"]["kind"] == "answerable"
     assert by_id["a1"]["absent"] is None
-    assert by_id["n1"]["absent"]["where"] == "collection"
+    assert by_id["n1"]["absent"]["where"] == "collection" and by_id["n1"]["absent"]["strong"]
     assert by_id["n1"]["absent"]["reason"] == "Aucun des documents joints ne mentionne « borne de recharge de ma voiture »."
     assert by_id["t1"]["absent"]["where"] == "collection"  # "gel" left the collection with its document
     assert {r["rank_gate"] for r in searched} <= {"answer", "refuse"}

@@ -46,7 +46,7 @@ certaines en par pour sur dans avec sans chez contre entre apres avant pendant l
 depuis envers parmi
 """.split())
 # Inside a phrase: « pompe à chaleur », « accidents de la vie », « local à vélos de l'immeuble ».
-_JOINERS = frozenset({"de", "d", "du", "des", "a", "au", "aux", "en"})
+_JOINERS = frozenset({"de", "d", "du", "des", "à", "au", "aux", "en"})  # NOT "a": « Qui a dirigé… »
 _JOINER_ARTICLES = frozenset({"le", "la", "l", "les", "un", "une", "mon", "ma", "mes", "son", "sa", "ses",
                               "notre", "nos", "votre", "vos", "leur", "leurs", "ce", "cet", "cette", "ces"})
 # Words that end a phrase and are never a subject: question words, pronouns and the frequent verbs of a
@@ -58,6 +58,19 @@ existe existent prevoit prevoient couvre couvrent prend prennent paie paye payer
 peuvent pouvez doivent devez fonctionne fonctionnent applique appliquent signifie veut sert servent
 cas
 """.split())
+# What kind of answer is wanted, not what the question is about (« En quelle année… », « le montant de la
+# franchise »): never a subject of their own, never the reason for a refusal.
+ANSWER_TYPES = frozenset("""
+annee annees date dates jour jours mois siecle siecles epoque periode moment heure age duree delai delais
+ville villes pays lieu lieux endroit region nom noms prenom titre surnom type types sorte genre forme
+nature fonction role metier profession langue langues origine origines raison raisons cause causes but
+nombre quantite montant montants prix cout taux pourcentage part taille hauteur longueur poids couleur
+materiau matiere difference particularite caracteristique caracteristiques principe objectif definition
+sens signification exemple exemples moyen moyens maniere facon methode etape etapes consequence
+consequences effet effets idee idees premier premiere dernier derniere
+""".split())
+_OBJECT_ARTICLES = frozenset({"le", "la", "l", "les", "un", "une", "mon", "ma", "mes", "son", "sa", "ses",
+                              "leur", "leurs", "ce", "cet", "cette", "ces"})
 # A word that ends an idiom rather than naming anything: « pris en charge », « à partir de ».
 _IDIOM_TAILS = frozenset({("en", "charge"), ("a", "partir")})
 # A pronoun after a hyphen marks the word before it as an inverted verb: « prévoit-il », « fera-t-on ».
@@ -73,6 +86,11 @@ Where = Literal["collection", "top"]
 class Subject:
     surface: str  # as typed in the question, e.g. « borne de recharge »
     lexemes: tuple[str, ...]  # its meaningful words as the database indexes them, in order
+    # the phrase cut at its joiners (« borne » / « recharge »): each unit's first lexeme is its head noun
+    units: tuple[tuple[str, ...], ...] = ()
+
+    def heads(self) -> tuple[str, ...]:
+        return tuple(u[0] for u in self.units if u) if self.units else self.lexemes[:1]
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,9 @@ class Absence:
     subject: Subject
     where: Where  # "collection": no passage holds one of its words; "top": none of the top passages holds it
     missing: tuple[str, ...]  # the lexemes missing (collection: df 0; top: not in the best-covering passage)
+    # a head noun of the phrase that no passage of the collection holds: nothing there is about it (the gate
+    # may refuse); otherwise a modifier or the phrase as a whole is missing (the gate may caution)
+    strong: bool = False
 
     def reason_fr(self) -> str:
         if self.where == "collection":
@@ -104,16 +125,24 @@ def _tokens(question: str) -> list[_Token]:
     for m in _WORD.finditer(question):
         surface = m.group(0)
         folded = fold(surface).lower()
+        joiner = surface.lower() if surface.lower() == "à" else folded
         verb = bool(_INVERTED.match(question, m.end()))
         if out and (out[-1].folded, folded) in _IDIOM_TAILS:
             kind: Literal["intro", "joiner", "content", "stop"] = "stop"
-        elif folded in _JOINERS or folded in _JOINER_ARTICLES or folded in _INTRODUCERS:
-            kind = "joiner" if folded in _JOINERS else "intro"
-        elif folded in stops or folded in _NOT_SUBJECT or verb or folded.isdigit() or len(folded) < 2:
+        elif joiner in _JOINERS or folded in _JOINER_ARTICLES or folded in _INTRODUCERS:
+            kind = "joiner" if joiner in _JOINERS else "intro"
+        elif any(ch.isdigit() for ch in folded):  # a number or an ordinal introduces, like an article
+            kind = "intro"
+        elif folded in stops or folded in _NOT_SUBJECT or folded in ANSWER_TYPES or verb or len(folded) < 2:
             kind = "stop"
         else:
             kind = "content"
         out.append(_Token(surface, m.start(), m.end(), folded, lexeme(folded), kind, verb))
+    # A word an article follows is a verb taking its object (« rendre les juifs », « dirigé la communauté »);
+    # « des » and « du » are left alone: they also join nouns (« bris des vitres »).
+    for i in range(len(out) - 1):
+        if out[i].kind == "content" and out[i + 1].folded in _OBJECT_ARTICLES:
+            out[i] = _Token(out[i].surface, out[i].start, out[i].end, out[i].folded, out[i].lexeme, "stop", True)
     return out
 
 
@@ -132,10 +161,12 @@ def _phrases(toks: list[_Token], question: str, anchored: bool) -> list[Subject]
             i += 1
             continue
         words = [t]
+        units: list[list[_Token]] = [[t]]
         j = i + 1
         while j < n:
             if toks[j].kind == "content":
                 words.append(toks[j])
+                units[-1].append(toks[j])
                 j += 1
                 continue
             k = j
@@ -145,12 +176,14 @@ def _phrases(toks: list[_Token], question: str, anchored: bool) -> list[Subject]
                     k += 1
                 if k < n and toks[k].kind == "content" and k - j <= 2:
                     words.append(toks[k])
+                    units.append([toks[k]])
                     j = k + 1
                     continue
             break
         lexemes = tuple(dict.fromkeys(w.lexeme for w in words if w.lexeme))
         if lexemes:
-            out.append(Subject(question[words[0].start:words[-1].end], lexemes))
+            unit_lexemes = tuple(tuple(w.lexeme for w in u if w.lexeme) for u in units)
+            out.append(Subject(question[words[0].start:words[-1].end], lexemes, unit_lexemes))
         i = j
     return out
 
@@ -187,18 +220,34 @@ def _held(lexemes: tuple[str, ...], passage: Sequence[str]) -> tuple[str, ...]:
     return lexemes  # every word is there, never together: the phrase is not
 
 
+def _checked(s: Subject) -> list[tuple[str, ...]]:
+    """What a top passage must hold of `s`: a short phrase whole (« pompe à chaleur », « accidents de la
+    vie »); in a longer one, each unit of one or two words whole and the head of a longer unit."""
+    if len(s.lexemes) <= 3:
+        return [s.lexemes]
+    return [u if len(u) <= 2 else u[:1] for u in (s.units or (s.lexemes,)) if u]
+
+
 def absent_subject(subjects: Sequence[Subject], df: Mapping[str, int], top_texts: Sequence[str],
                    top: int = TOP) -> Absence | None:
-    """The first subject no passage of the collections holds (`df`: lexeme -> passages holding it, as
-    ragfr_term_stats keeps it; a lexeme it lacks counts as 0), else the first subject none of the `top`
-    best passages holds whole, else None."""
+    """The first subject whose head noun no passage of the collections holds (`df`: lexeme -> passages
+    holding it, as ragfr_term_stats keeps it; a lexeme it lacks counts as 0; `strong`), else the first with
+    any word no passage holds, else the first that none of the `top` best passages holds (_checked), else
+    None."""
+    for s in subjects:
+        heads = tuple(h for h in s.heads() if df.get(h, 0) == 0)
+        if heads:
+            return Absence(s, "collection", heads, strong=True)
     for s in subjects:
         missing = tuple(lx for lx in s.lexemes if df.get(lx, 0) == 0)
         if missing:
             return Absence(s, "collection", missing)
     passages = [analyze(t) for t in top_texts[:top]]
+    if not passages:
+        return None
     for s in subjects:
-        gaps = [_held(s.lexemes, p) for p in passages]
-        if passages and all(gaps):
-            return Absence(s, "top", min(gaps, key=len))
+        for part in _checked(s):
+            gaps = [_held(part, p) for p in passages]
+            if all(gaps):
+                return Absence(s, "top", min(gaps, key=len))
     return None

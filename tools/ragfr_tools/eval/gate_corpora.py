@@ -47,7 +47,7 @@ from typing import Any
 
 from ragfr.analysis.folding import fold
 from ragfr.analysis.french import analyze, query_terms
-from ragfr.analysis.subject import absent_subject, subject_lexemes, subject_terms
+from ragfr.analysis.subject import absent_subject, subject_terms
 from ragfr.eval.beir import Dataset, Query, load_dataset, read_qrels
 from ragfr_tools.eval.gate_calibration import unanswerable_questions
 from ragfr_tools.eval.gate_collect import answer_in, answer_spans, side_of
@@ -63,7 +63,7 @@ KINDS = ("answerable", "miss", "off", "near-topic", "near-hand", "near-unans")
 # a few questions (chosen from the titles before any search).
 TOPICS_GOLDEN = ("IRSI", "Badinter", "Hamon", "subrogation", "arbitrage", "bonus", "vétusté", "grêle", "fraude",
                  "reconstitution", "gel")
-GATES = ("rank", "fitted", "rank+subject", "fitted+subject", "fitted+subject-soft")
+GATES = ("rank", "fitted", "rank+subject", "fitted+subject", "rank+strong", "fitted+strong")
 
 
 def say(msg: str) -> None:
@@ -268,7 +268,7 @@ def search_all(dsn: str, model: str, datasets: dict[str, Dataset], asks: list[As
                                            embedder=embedder, config=config)
                     rows.append({"corpus": key, "kind": "probe", "source": "probes", "qid": "", "text": text,
                                  "target": key, "fit_saw": None, "features": result.evidence,
-                                 "rank_gate": "", "subjects": [], "absent": None, "answer_in_top3": None, "top": ""})
+                                 "rank_gate": "", "df": {}, "top3": [], "answer_in_top3": None, "top": ""})
                     f.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
             say(f"{len(probes)} probe questions asked of each of {len(colls)} collections")
             for n, a in enumerate(asks, 1):
@@ -279,22 +279,20 @@ def search_all(dsn: str, model: str, datasets: dict[str, Dataset], asks: list[As
                 if kind == "answerable":
                     top3 = documents_ranking([h.id for h in result.hits], chunk_to_doc)[:3]
                     kind = "answerable" if set(top3) & set(a.relevant) else "miss"
-                subjects = subject_terms(a.text)
-                lexemes = subject_lexemes(subjects)
+                # every lexeme of the question, so a later subject rule can be replayed from the row (--reuse)
+                lexemes = sorted(set(analyze(a.text)))
                 df = features.term_stats(conn, [name], lexemes, 1).df if lexemes else {}
-                absence = absent_subject(subjects, df, [h.text or "" for h in result.hits[:3]])
+                top3 = [h.text or "" for h in result.hits[:3]]
                 rows.append({
                     "corpus": a.corpus, "kind": kind, "source": a.source, "qid": a.qid, "text": a.text,
                     "target": a.target, "fit_saw": a.fit_saw, "features": result.evidence,
                     "rank_gate": "answer" if rank.assess(result.hits, rank_gate).grounded else "refuse",
-                    "subjects": [s.surface for s in subjects],
-                    "absent": None if absence is None else {"where": absence.where, "subject": absence.subject.surface,
-                                                            "missing": list(absence.missing),
-                                                            "reason": absence.reason_fr()},
-                    "answer_in_top3": answer_in(a.answers, [h.text or "" for h in result.hits[:3]]),
+                    "df": {lx: df.get(lx, 0) for lx in lexemes}, "top3": top3,
+                    "answer_in_top3": answer_in(a.answers, top3),
                     "top": (result.hits[0].text or "")[:160] if result.hits else ""})
                 f.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
                 f.flush()
+                rows[-1]["absent"] = absence_of(rows[-1])
                 if n % progress_every == 0 or n == len(asks):
                     el = time.monotonic() - started
                     say(f"{n}/{len(asks)} searches, {el:.0f} s")
@@ -309,16 +307,30 @@ def fitted_gate(model: str = E5) -> Any:
     return fitted._shipped(model)
 
 
-def with_subject(base: str, absent: dict[str, Any] | None, soft: bool = False) -> str:
-    """The subject rule over a base decision. A subject no passage of the collection holds: refuse (soft:
-    refuse only what the base did not answer, caution the rest). A subject none of the top passages holds:
-    an answer becomes a caution."""
+def absence_of(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The subject rule replayed on a row (its question, the df of its lexemes, its top 3 passages)."""
+    if row["kind"] == "probe":
+        return None
+    got = absent_subject(subject_terms(row["text"]), row["df"], row["top3"])
+    if got is None:
+        return None
+    return {"where": got.where, "strong": got.strong, "subject": got.subject.surface, "missing": list(got.missing),
+            "reason": got.reason_fr()}
+
+
+def with_subject(base: str, absent: dict[str, Any] | None, strong_only: bool = False) -> str:
+    """The subject rule over a base decision. "subject": a head noun no passage of the collection holds
+    (strong) refuses; a modifier no passage holds, or a subject none of the top passages holds, turns an
+    answer into a caution. "strong" (`strong_only`): only a strong absence counts, and it refuses what the base
+    did not answer and cautions what it did."""
     if absent is None:
         return base
-    if absent["where"] == "collection":
-        if not soft:
-            return "refuse"
+    if strong_only:
+        if not absent.get("strong"):
+            return base
         return "refuse" if base != "answer" else "caution"
+    if absent.get("strong"):
+        return "refuse"
     return "caution" if base == "answer" else base
 
 
@@ -327,7 +339,8 @@ def decisions(row: dict[str, Any], gate: Any) -> dict[str, str]:
     return {"rank": row["rank_gate"], "fitted": fit,
             "rank+subject": with_subject(row["rank_gate"], row["absent"]),
             "fitted+subject": with_subject(fit, row["absent"]),
-            "fitted+subject-soft": with_subject(fit, row["absent"], soft=True)}
+            "rank+strong": with_subject(row["rank_gate"], row["absent"], strong_only=True),
+            "fitted+strong": with_subject(fit, row["absent"], strong_only=True)}
 
 
 def _shares(outcomes: list[str]) -> dict[str, Any]:
@@ -425,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     if args.reuse:
         rows = read_rows(rows_path)
+        for r in rows:
+            r["absent"] = absence_of(r)
     else:
         if not args.dsn:
             ap.error("--dsn (to search) or --reuse")

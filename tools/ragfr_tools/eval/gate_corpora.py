@@ -22,8 +22,10 @@ Corpora and kinds:
     off             PIAF questions, unanswerable.jsonl off-domain questions
 What the shipped e5 fit saw: the FIT side (sha256(title) mod 10 >= 4) of every PIAF category, golden's FIT
 side; thresholds on DEV. Rows say `fit_saw` (PIAF article or golden question on the FIT/DEV side) so the
-report can be read on what it never saw. The subject rule saw no score: its word lists were written from
-the question forms before any search (ragfr.analysis.subject).
+report can be read on what it never saw. The subject rule (ragfr.analysis.subject) was written before any
+search, then revised ONCE after the first USE run of this harness, by reading the answerable questions it
+flagged on every corpus here (answer-type words, « a » / « à », verbs before an article): its numbers on
+these corpora are therefore not held out.
 
     python -m ragfr_tools.eval.gate_corpora --dsn DSN --model local:multilingual-e5-small \
         --categories Religion,Sport,Sciences --per-kind 150

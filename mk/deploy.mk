@@ -4,7 +4,7 @@ NAMESPACE ?= ragfr
 EXAMPLE ?= default
 export RELEASE NAMESPACE
 
-.PHONY: deploy chart-test chart-golden chart-render chart-docs
+.PHONY: deploy chart-test chart-golden chart-render chart-docs restore-job
 
 deploy: ## helm upgrade --install charts/ragfr into the current kube context (RELEASE, NAMESPACE, VALUES=files)
 	bash scripts/deploy.sh
@@ -19,8 +19,8 @@ chart-golden: ## re-render tests/chart/golden after a chart change; review `git 
 chart-docs: ## regenerate charts/ragfr/README.md (what `helm show readme` prints) from values.schema.json + values.yaml
 	$(PY) -m ragfr_tools.chartdocs
 
-chart-render: ## print the manifests of charts/ragfr/examples/$(EXAMPLE).yaml (like `helm template`, no cluster)
-	@$(PY) -c 'import sys, yaml, helm_python as h; v = yaml.safe_load(open(sys.argv[1])) or {}; \
-	out = h.Chart.load("charts/ragfr").render(v, name=sys.argv[2], namespace=sys.argv[3]); \
-	print("\n---\n".join(t for k, t in sorted(out.items()) if not k.endswith("NOTES.txt") and t.strip()))' \
-	charts/ragfr/examples/$(EXAMPLE).yaml $(RELEASE) $(NAMESPACE)
+chart-render: ## print the manifests (like `helm template`, no cluster) of VALUES=files (yours, layered like helm -f), else of charts/ragfr/examples/$(EXAMPLE).yaml
+	@$(PY) -m ragfr_tools.chart_render $(RELEASE) $(NAMESPACE) $(or $(VALUES),charts/ragfr/examples/$(EXAMPLE).yaml)
+
+restore-job: ## print the Job restoring backup set SET=<stamp> into the release of VALUES=files (| kubectl apply -f -; docs/runbooks/restore.md)
+	@$(PY) -m ragfr_tools.restore_job $(RELEASE) $(NAMESPACE) "$(SET)" $(VALUES)

@@ -11,10 +11,14 @@
 #         SHA-256 (sha256sum -c alone would pass a file the manifest leaves out);
 #   2. each dump is restored as the owner role, in one transaction, stopping at the first error, without
 #      the extension entries (the owner cannot own or comment on extensions; they already exist);
-#   3. Open WebUI's data volume (uploads) is unpacked into DATA_DIR, which must be empty.
+#   3. Open WebUI's data volume (uploads) is unpacked into DATA_DIR, which must be empty, or is emptied first with
+#      RESTORE_WIPE_DATA_DIR=1 (only here, after the set was verified: a refused set leaves the volume as it was).
 # Env: RESTORE_SET (directory of one set), BACKUP_HMAC_KEY, RAGFR_DATABASE_URL, OPENWEBUI_DATABASE_URL (owner
 #      roles, password-less), RAGFR_DB_PASSWORD, OPENWEBUI_DB_PASSWORD (each handed to libpq as PGPASSWORD),
-#      DATA_DIR (empty directory; unset or empty: the files are not restored).
+#      DATA_DIR (empty directory; unset or empty: the files are not restored), RESTORE_WIPE_DATA_DIR,
+#      RESTORE_ONLY ("databases" or "files": one part, the set verified by each; the restore Job,
+#      tools/ragfr_tools/restore_job.py, runs the files as Open WebUI's user, who owns them, and the databases
+#      as ragdb's).
 set -eu
 cd "$RESTORE_SET"
 refuse() { echo "restore: $RESTORE_SET: $1; refusing" >&2; exit 1; }
@@ -76,15 +80,27 @@ restore() {  # <name> <connection URL> <password>
   unset PGPASSWORD
   echo "restore: $1.dump restored in $(( $(date +%s) - t0 ))s"
 }
-restore ragfr "$RAGFR_DATABASE_URL" "${RAGFR_DB_PASSWORD:-}"
-restore openwebui "$OPENWEBUI_DATABASE_URL" "${OPENWEBUI_DB_PASSWORD:-}"
+case "${RESTORE_ONLY:-}" in
+  ""|databases|files) ;;
+  *) refuse "RESTORE_ONLY=${RESTORE_ONLY} is neither databases nor files" ;;
+esac
+if [ "${RESTORE_ONLY:-}" != files ]; then
+  restore ragfr "$RAGFR_DATABASE_URL" "${RAGFR_DB_PASSWORD:-}"
+  restore openwebui "$OPENWEBUI_DATABASE_URL" "${OPENWEBUI_DB_PASSWORD:-}"
+fi
 
-if [ -n "${DATA_DIR:-}" ] && [ -f openwebui-data.tar.gz ]; then
-  if [ -n "$(ls -A "$DATA_DIR")" ]; then
-    echo "restore: $DATA_DIR is not empty; restore the files into an empty volume" >&2
+if [ "${RESTORE_ONLY:-}" != databases ] && [ -n "${DATA_DIR:-}" ] && [ -f openwebui-data.tar.gz ]; then
+  if [ "${RESTORE_WIPE_DATA_DIR:-}" = 1 ]; then
+    # The files of the state being replaced: the restored databases no longer name them.
+    find "$DATA_DIR" -mindepth 1 -delete
+    echo "restore: $DATA_DIR emptied (RESTORE_WIPE_DATA_DIR=1)"
+  elif [ -n "$(ls -A "$DATA_DIR")" ]; then
+    echo "restore: $DATA_DIR is not empty; restore the files into an empty volume (or RESTORE_WIPE_DATA_DIR=1)" >&2
     exit 1
   fi
-  tar -C "$DATA_DIR" -xzf openwebui-data.tar.gz
+  # Owned by whoever unpacks (Open WebUI's user in the restore Job), not by the uids recorded in the archive:
+  # a container without CAP_CHOWN could not give them back anyway.
+  tar --no-same-owner -C "$DATA_DIR" -xzf openwebui-data.tar.gz
   echo "restore: openwebui-data.tar.gz unpacked into $DATA_DIR"
 fi
 echo "restore: set $(basename "$RESTORE_SET") restored in $(( $(date +%s) - started ))s"

@@ -202,7 +202,7 @@ save_upstream() {
 # An upstream image pinned by digest (REPO@sha256:D or REPO:TAG@sha256:D), copied registry to archive byte for
 # byte: podman's pull + push recompresses the layers, so the archive's manifest digest would no longer be D and
 # the node would not find the pinned image. skopeo --preserve-digests keeps it; --all keeps a multi-arch index
-# (what docs/install.md tells to pin) with every platform, since the index digest covers them all. Named
+# (what docs/reference/images.md tells to pin) with every platform, since the index digest covers them all. Named
 # REPO@sha256:D in the archive: what containerd's CRI looks a pinned reference up by (it drops the tag), so
 # `k3s ctr images import` makes it usable as rendered. Prints the archive's file name.
 save_pinned() {
@@ -254,7 +254,7 @@ save() {
   done
   (cd "$dir" && sha256sum "${names[@]/%/-$VERSION.oci.tar}" "${files[@]}" >SHA256SUMS)
   # The manifest digest in each archive (index.json): what containerd records on import, so what pins it.
-  echo "images: to pin by digest (helm --set; docs/install.md, \"Pinning images by digest\"):" >&2
+  echo "images: to pin by digest, keys for my-values.yaml (docs/reference/images.md, \"Pinning images by digest\"):" >&2
   for name in "${names[@]}"; do
     digest="$(tar -xOf "$dir/$name-$VERSION.oci.tar" index.json | grep -o '"digest": *"sha256:[0-9a-f]*"' |
       sed -n '1s/.*"\(sha256:[0-9a-f]*\)"/\1/p')" || true
@@ -277,7 +277,7 @@ push() {
     pins+=("$(pin_value "$name" "$(cat "$digest")")")
     rm -f "$digest"
   done
-  echo "images: to pin by digest (helm --set; docs/install.md, \"Pinning images by digest\"):" >&2
+  echo "images: to pin by digest, keys for my-values.yaml (docs/reference/images.md, \"Pinning images by digest\"):" >&2
   printf '  %s\n' "${pins[@]}" >&2
 }
 

@@ -40,7 +40,7 @@ if [[ -z "$source" ]]; then
 fi
 build="$("$python" -c 'import torch; print(torch.__version__, "cuda" if torch.version.cuda else "cpu")')"
 if [[ "$build" == *cuda ]]; then
-  echo "$tag: torch ${build% *} is the CUDA build, from $source: several GB bigger (docs/install.md gives the sizes), still correct on the CPU"
+  echo "$tag: torch ${build% *} is the CUDA build, from $source: several GB bigger (docs/reference/images.md gives the sizes), still correct on the CPU"
 else
   echo "$tag: torch ${build% *} (CPU build) from $source"
 fi

@@ -3,7 +3,7 @@
 # by `make up`. Separate from .venv because Open WebUI pins its own versions of many shared packages.
 #   1. torch==2.13.0 first (scripts/install-torch.sh): the CPU build from PyTorch's CPU index when it answers,
 #      else pip's default, said in one line. open-webui's range (torch>=2) is then met, so pip adds no other
-#      torch. Sizes (docs/install.md): CPU torch -> about 3 GB venv; PyPI's CUDA torch (a plain Debian 12
+#      torch. Sizes (docs/reference/images.md): CPU torch -> about 3 GB venv; PyPI's CUDA torch (a plain Debian 12
 #      machine with no CPU index) -> an estimated 7.4 GB venv, still correct on the CPU. Never a failure.
 #   2. open-webui[postgres]==0.12.4 (the extra brings pgvector + psycopg2, as the stock image has them).
 #   3. .venv-owui/ragfr-site: what the owui-init image copies into the pod (images/owui-init/site-requirements.txt,

@@ -4,7 +4,7 @@ broken chart or image must fail it: each with a message that names the cause, ne
 Needs `make images` (make test runs it before pytest). Real components only: our three images, podman, the
 rendered objects. The stand-ins (the stock Open WebUI image's /app/backend layout, from the open-webui 0.12.4
 wheel; the project's Ollama-API TEST DOUBLE for Ollama, which cannot run here) and what the smoke does not run
-are listed in smoke.STAND_INS / smoke.NOT_RUN and docs/install.md.
+are listed in smoke.STAND_INS / smoke.NOT_RUN and docs/reference/testing.md.
 Each test uses its own name prefix and checks that nothing with it is left in podman.
 """
 

@@ -2,7 +2,7 @@
 
 The cluster smoke (`make cluster-smoke`) runs the chart's workloads on a machine with podman and no Kubernetes.
 Everything it runs passes through here, so what differs from a kubelet is written down in ONE place:
-`DEVIATIONS` is the list the tests and docs/install.md repeat. Pure functions only: nothing here runs podman.
+`DEVIATIONS` is the list the tests and docs/reference/testing.md repeat. Pure functions only: nothing here runs podman.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 Manifest = dict[str, Any]
 
-# Every way this translation is not a kubelet. Keep in step with docs/install.md ("What the cluster smoke
+# Every way this translation is not a kubelet. Keep in step with docs/reference/testing.md ("What the cluster smoke
 # does not prove") and tests/tools/test_kubesim.py, which asserts the list is documented.
 DEVIATIONS: tuple[str, ...] = (
     "Service names resolve through --add-host entries pointing at the selected pod's IP (no cluster DNS, no "

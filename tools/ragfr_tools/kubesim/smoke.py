@@ -19,7 +19,7 @@ Stages, each timed:
 The chart is rendered with the example's values plus SMOKE_VALUES (each one needed by a stand-in, and said why).
 Every command, argument, env value (ConfigMaps and Secrets resolved), mount, user, read-only root and dropped
 capability is the rendered one (ragfr_tools.kubesim.pods). What is NOT run, and every stand-in, is listed in
-NOT_RUN / STAND_INS below and in docs/install.md; pods.DEVIATIONS lists how podman differs from a kubelet.
+NOT_RUN / STAND_INS below and in docs/reference/testing.md; pods.DEVIATIONS lists how podman differs from a kubelet.
 
 Everything created is named `<prefix>-...` and removed at the end, whatever happened.
 """

@@ -182,9 +182,9 @@ def local(text: str, mounts: dict[str, Path]) -> str:
 
 
 def run_container(container: dict[str, Any], mounts: dict[str, Path], secrets: dict[str, str],
-                  tmp: Path) -> subprocess.CompletedProcess[str]:
+                  tmp: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return _run([local(a, mounts) for a in container["command"]],
-                {**local_env(container, mounts, secrets), "TMPDIR": str(tmp)})
+                {**local_env(container, mounts, secrets), "TMPDIR": str(tmp), **(extra or {})})
 
 
 def _backup(release: Release, tmp_path: Path, scripts: Path) -> Path:
@@ -294,7 +294,8 @@ def test_the_job_restores_a_set_from_the_bucket(release: Release, s3: str, tmp_p
     scratch.mkdir()
     mounts = {"/backup": scratch, "/openwebui-data": release.data_dir, "/ragfr-backup": scripts, "/tmp": home}
     for container in cron["initContainers"] + cron["containers"]:  # backup, then upload
-        done = run_container(container, mounts, secrets, tmp_path)
+        # The upload script reads /backup by default (no BACKUP_DIR in its env): that default, mapped here.
+        done = run_container(container, mounts, secrets, tmp_path, {"BACKUP_DIR": str(scratch)})
         assert done.returncode == 0, (container["name"], done.stderr)
     (stamp,) = [p.name for p in scratch.iterdir()]
 

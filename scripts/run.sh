@@ -25,6 +25,13 @@ if kubeconfig_present; then
     echo "run: $source_line" >&2
     exit 2
   fi
+  # A configured cluster that does not answer (k3s stopped, a stale kubeconfig): one line now, not after minutes of
+  # building, pushing or importing for it. No helm SDK in $PY: deploy.sh's own check will say it.
+  if "$PY" -c 'import helm_python' 2>/dev/null \
+      && ! why="$("$PY" -m ragfr_tools.deploy --reachable "${KUBE_CONTEXT:-}" 2>&1)"; then
+    echo "run: ${why##*$'\n'}; nothing was built, pushed or applied" >&2
+    exit 2
+  fi
   build_if_stale() {
     if [[ "${RUN_BUILD:-1}" == 0 ]]; then
       echo "run: RUN_BUILD=0: the images built earlier are used as they are"

@@ -121,14 +121,17 @@ def test_make_run_registry_source_needs_the_registry(tmp_path: Path) -> None:
                     "to; nothing was built or applied")
 
 
-def test_make_run_imported_off_k3s_trusts_the_operator_then_deploys(tmp_path: Path) -> None:
-    # No k3s on PATH: the operator imported the images on the nodes; run goes on to deploy, which here meets a
-    # cluster that does not answer (the refusal after the image decision, not before it).
-    done = make_run(tmp_path, {"global": {"imageSource": "imported"}})
-    assert done.returncode != 0
-    assert "run: images: global.imageSource=imported: trusting that every node's containerd holds them" in done.stdout
-    (line,) = run_lines(done)
-    assert line.startswith("deploy: the cluster of the current kube context does not answer:"), line
+def test_make_run_to_a_cluster_that_does_not_answer_stops_before_building(tmp_path: Path) -> None:
+    # Issue 48: the image decision first (the values are valid), then the cluster must answer before anything is
+    # built, pushed, imported or applied: one line, exit 2, instead of minutes of building for nothing.
+    for values in ({"global": {"imageSource": "imported"}}, {"global": {"imageRegistry": "127.0.0.1:1"}}):
+        done = make_run(tmp_path, values)
+        assert done.returncode != 0
+        (line,) = run_lines(done)
+        assert line.startswith("run: the cluster of the current kube context does not answer:"), line
+        assert "127.0.0.1:1" in line and line.endswith("; nothing was built, pushed or applied"), line
+        assert "run: images:" not in done.stdout and "make images" not in done.stdout
+        assert re.search(r"make: \*\*\* .* Error 2", done.stderr), done.stderr
 
 
 # --- issue 48: `make run` on a k3s server node ---------------------------------------------------------------------
@@ -186,12 +189,13 @@ def test_make_run_with_values_and_no_cluster_refuses_instead_of_starting_the_loc
 
 
 def test_make_run_on_a_k3s_server_deploys_with_k3s_s_kubeconfig(tmp_path: Path) -> None:
-    # The same command on a k3s server node (its kubeconfig present): the image decision, then the deployment,
-    # which meets the cluster k3s's file names (here one that does not answer).
+    # The same command on a k3s server node (its kubeconfig present): the deployment path, talking to the cluster
+    # k3s's file names (here one that does not answer, so the run stops there, before building).
     k3s = tmp_path / "k3s.yaml"
     k3s.write_text(KUBECONFIG_NOWHERE)
     done = make_run(tmp_path, {"global": {"imageSource": "imported"}}, KUBECONFIG="", RAGFR_K3S_KUBECONFIG=str(k3s))
     assert done.returncode != 0
     assert "run: a Kubernetes context is configured: deploying charts/ragfr" in done.stdout
     (line,) = run_lines(done)
-    assert line.startswith("deploy: the cluster of the current kube context does not answer:"), line
+    assert line.startswith("run: the cluster of the current kube context does not answer:"), line
+    assert "127.0.0.1:1" in line  # the server k3s's file names

@@ -2,6 +2,7 @@
 helm-python-sdk, with the same layering of values files as repeated `helm -f`.
 
     python -m ragfr_tools.deploy CHART RELEASE NAMESPACE TIMEOUT_S CONTEXT [VALUES.yaml ...]
+    python -m ragfr_tools.deploy --reachable CONTEXT     (does the cluster answer? `make run`, before building)
 
 CONTEXT may be empty (kubectl's current context). One line on failure, exit 1; nothing is half-applied
 beyond what Helm itself rolls back.
@@ -33,8 +34,26 @@ def load_values(paths: Sequence[str]) -> dict[str, Any]:
     return values
 
 
+def unreachable(context: str) -> str | None:
+    """Why the cluster of `context` (empty: the current one) does not answer, or None when it does."""
+    import helm_python as helm
+
+    try:
+        with helm.Config(namespace="default", kube_context=context or None) as cfg:
+            cfg.check_reachable()
+    except helm.HelmKubeError as exc:
+        return f"the cluster of the current kube context does not answer: {exc}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--reachable"]:
+        why = unreachable(args[1] if len(args) > 1 else "")
+        if why:
+            print(why, file=sys.stderr)
+            return 1
+        return 0
     if len(args) < 5:
         print(__doc__, file=sys.stderr)
         return 2

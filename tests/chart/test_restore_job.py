@@ -31,7 +31,7 @@ from tests.chart.test_backup_s3 import (  # noqa: F401  (s3: the moto fixture)
 )
 from tests.support.backup import HMAC_KEY, Release, drop, fake_release, ragdb_init
 from tests.support.backup import run_script as _run
-from tests.support.chart import KUBE_VERSIONS, NAMESPACE, RELEASE, one, render
+from tests.support.chart import EXAMPLES, KUBE_VERSIONS, NAMESPACE, RELEASE, example_values, one, render
 from tests.support.paths import REPO
 
 from ragfr_tools.restore_job import RestoreJobError, restore_job
@@ -134,6 +134,20 @@ def test_the_job_is_a_valid_kubernetes_object(values: dict[str, Any]) -> None:
     job = job_for(values)
     for version in KUBE_VERSIONS:
         kubernetes_validate.validate(job, version, strict=True)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_with_backups_gives_a_valid_job(example: str) -> None:
+    # Database TLS (a CA mount), CloudNativePG, a registry, pull Secrets...: the Job follows whatever the CronJob has.
+    values = example_values(example)
+    if not (values.get("backup") or {}).get("enabled"):
+        values = {**values, "backup": {**(values.get("backup") or {}), "enabled": True}}
+    job = job_for(values)
+    kubernetes_validate.validate(job, KUBE_VERSIONS[-1], strict=True)
+    spec = job["spec"]["template"]["spec"]
+    assert "podAffinity" not in (spec.get("affinity") or {})
+    names = [c["name"] for c in spec["initContainers"] + spec["containers"]]
+    assert names[-2:] == ["restore-databases", "restore-files"], names
 
 
 def test_values_without_backups_give_no_job() -> None:

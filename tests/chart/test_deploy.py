@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from tests.support.paths import REPO
 
@@ -199,3 +202,30 @@ def test_make_run_on_a_k3s_server_deploys_with_k3s_s_kubeconfig(tmp_path: Path) 
     (line,) = run_lines(done)
     assert line.startswith("run: the cluster of the current kube context does not answer:"), line
     assert "127.0.0.1:1" in line  # the server k3s's file names
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to make a root-only file and setpriv to run as another user")
+def test_a_root_only_k3s_kubeconfig_is_named_to_a_user(tmp_path: Path) -> None:
+    # k3s writes its kubeconfig for root only (mode 600): a user's `make deploy` on the server must say that,
+    # not "no cluster configured". Run as nobody (setpriv), with the file where k3s puts it: a world-traversable
+    # directory, the file itself root's and 600.
+    etc = Path(tempfile.mkdtemp(prefix="ragfr-k3s-"))
+    try:
+        etc.chmod(0o755)
+        k3s = etc / "k3s.yaml"
+        k3s.write_text(KUBECONFIG_NOWHERE)
+        k3s.chmod(0o600)
+        home = etc / "home"
+        home.mkdir(mode=0o755)
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        env.update(HOME=str(home), PATH="/usr/bin:/bin", ROOT=str(REPO), RAGFR_K3S_KUBECONFIG=str(k3s))
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash",
+                               str(REPO / "scripts" / "deploy.sh")], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith(f"deploy: no readable kubeconfig: this user may not read k3s's {k3s}"), line
+        assert "sudo make" in line
+    finally:
+        shutil.rmtree(etc)

@@ -127,6 +127,25 @@ def rates(rows: Sequence[Mapping[str, Any]], scales: Mapping[str, tuple[float, f
     return out
 
 
+def errors(rows: Sequence[Mapping[str, Any]], scales: Mapping[str, tuple[float, float]], gate: Gate,
+           skip: set[tuple[str, str, str]], limit: int = 10) -> dict[str, list[dict[str, Any]]]:
+    """The first `limit` errors of each kind under `gate` + the strong subject rule: answerable not answered,
+    the rest answered without caution."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["kind"] in ("probe", "miss") or (r["corpus"], r["qid"], r["text"]) in skip:
+            continue
+        f = relative(r, scales)
+        d = with_subject(gate.decide(f), r["absent"], strong_only=True)
+        if (r["kind"] == "answerable") == (d == "answer"):
+            continue
+        got = out.setdefault(f"{r['kind']}:{d}", [])
+        if len(got) < limit:
+            got.append({"corpus": r["corpus"], "text": r["text"], "p": round(gate.p(f), 3),
+                        "absent": (r["absent"] or {}).get("subject"), "top": r["top"][:100]})
+    return out
+
+
 def goals(rep: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for corpus, kinds in rep.items():
@@ -173,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = fit_rows if path == args.fit_rows else read_rows(path)
         # the fit corpora's questions are left out everywhere (the other model asks the same questions)
         rep = rates(rows, probe_scales(rows), gates, skip=seen)
-        doc["results"][path.name] = {"report": rep, "goals": goals(rep)}
+        doc["results"][path.name] = {"report": rep, "goals": goals(rep), "errors_relative+strong": errors(
+            rows, probe_scales(rows), gates["relative"], seen)}
         print(f"## {path.name} (fitted on {args.fit_rows.name}, corpora {corpora}; those questions left out)")
         print(table(rep, names))
     doc["wall_seconds"] = round(time.monotonic() - started, 1)

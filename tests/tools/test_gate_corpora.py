@@ -85,3 +85,34 @@ def test_the_harness_searches_decides_and_reports_on_a_tiny_corpus(migrated_db, 
     out = tmp_path / "report.json"
     assert main(["--reuse", "--rows", str(tmp_path / "rows.jsonl"), "--out", str(out)]) == 0
     assert '"near-hand"' in out.read_text()
+
+
+def test_the_transfer_gate_reads_cosines_on_the_collections_probe_scale_and_decides_unseen_rows() -> None:
+    """ragfr_tools.eval.gate_transfer: a cosine is read against the probe questions of ITS collection, so the
+    same fitted gate decides alike on a model whose cosines sit elsewhere."""
+    import random
+
+    from ragfr_tools.eval.gate_transfer import VARIANTS, probe_scales, relative, train
+
+    def row(corpus: str, kind: str, cos: float, i: int, shift: float = 0.0) -> dict:
+        f = {"cos1": cos + shift, "cos3": cos + shift - 0.01, "rrf1": 1.0 if kind == "answerable" else 0.5}
+        return {"corpus": corpus, "target": corpus, "kind": kind, "qid": f"{kind}{i}", "text": f"{kind} {i}",
+                "features": f, "absent": None}
+
+    rnd = random.Random(3)
+    rows = [row("c", "probe", 0.70 + rnd.uniform(-0.02, 0.02), i) for i in range(30)]
+    rows += [row("c", "answerable", 0.90 + rnd.uniform(-0.03, 0.03), i) for i in range(60)]
+    rows += [row("c", "off", 0.72 + rnd.uniform(-0.03, 0.03), i) for i in range(60)]
+    scales = probe_scales(rows)
+    assert abs(scales["c"][0] - 0.70) < 0.01 and 0 < scales["c"][1] < 0.02
+    assert relative(rows[40], scales)["zcos1"] > 5
+    gate = train(rows, scales, VARIANTS["relative"], ["c"])
+    # another model: every cosine 0.4 lower, the probes too; the gate was never fitted on it
+    other = [row("d", r["kind"], r["features"]["cos1"], i, shift=-0.4) for i, r in enumerate(rows)]
+    other_scales = probe_scales(other)
+    same = [gate.decide(relative(r, scales)) for r in rows if r["kind"] != "probe"]
+    moved = [gate.decide(relative(r, other_scales)) for r in other if r["kind"] != "probe"]
+    assert moved == same  # the scale moved with the model, the decisions did not
+    answerable, off = moved[:60], moved[60:]
+    assert answerable.count("answer") >= 50 and answerable.count("refuse") <= 3  # caution_at: 2.5th percentile
+    assert off.count("answer") == 0

@@ -301,3 +301,24 @@ def test_ef_search_is_auto_by_default_pinned_on_request_and_checked(kb, capsys) 
         assert exited.value.code == 2
         assert f"ef_search must be 'auto' or an integer from 1 to 1000 (pgvector's limit), got '{bad}'" in (
             capsys.readouterr().err)
+
+
+def test_json_gives_each_passage_the_relevance_the_chat_shows(kb, capsys) -> None:
+    """Issue 47 item 5: `relevance` is the fitted gate's p for the top passage, scaled by the fused score down the
+    list (ragfr.gate.relevance), in [0, 1] and never rising; the chat hands the same value to Open WebUI."""
+    from ragfr.gate import fitted
+
+    rc = cli_main(["search", "--dsn", kb, "--collection", "contrat", "--json", "Dans quel délai déclarer un vol ?"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    out = json.loads(captured.out)
+    hits = out["results"]
+    assert hits and hits[0]["metadata"]["name"] == "b.txt", hits
+    gate = fitted.load(E5)
+    assert gate is not None
+    p = gate.probability(out["evidence"])
+    values = [h["relevance"] for h in hits]
+    assert values[0] == pytest.approx(p)
+    assert values == pytest.approx([p * h["rrf_score"] / hits[0]["rrf_score"] for h in hits])
+    assert all(0.0 <= v <= 1.0 for v in values) and values == sorted(values, reverse=True), values
+    assert {"rrf_score", "lexical_rank", "semantic_rank"} <= set(hits[0])  # the earlier fields stay

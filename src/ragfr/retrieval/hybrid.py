@@ -29,7 +29,7 @@ from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.filters.grammar import Condition
 from ragfr.filters.predicate import Filters
-from ragfr.gate import features
+from ragfr.gate import features, relevance
 from ragfr.retrieval import semantic
 from ragfr.retrieval.arms import BUILTIN, TERMS, VECTOR, Arm, ArmQuery, Ranked, reads
 from ragfr.retrieval.config import SearchConfig
@@ -175,6 +175,10 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
         terms, stats, {a.evidence: features.ArmList(ran[a.name].ids, ran[a.name].scores)
                        for a in req.arms if a.evidence and a.name in ran},
         [h.text for h in hits], fused[0][1] if fused else None, config.rrf_k, n_arms=len(ran))
+    shown_relevance = relevance.passages(relevance.search_evidence(space.model, evidence),
+                                         [h.rrf_score for h in hits], fused[0][1] if fused else None)
+    for hit, value in zip(hits, shown_relevance, strict=True):
+        hit.relevance = value
     timings["total"] = elapsed_ms(started)
     settings.update(_settings(req, space, terms))
     reports = {name: r.report for name, r in ran.items()}

@@ -19,6 +19,9 @@ RRF_SCORE = "ragfr_rrf_score"  # this hit's fused score; its presence marks a pa
 # The search's best RRF score, on every hit: Open WebUI keeps only a few hits after its own re-scoring, and
 # the gate must judge the search, not the survivors.
 TOP_RRF_SCORE = "ragfr_top_rrf_score"
+# The relevance the analyst reads beside the passage (ragfr.gate.relevance), 0-1: also the passage's `distances`
+# entry, which Open WebUI shows as a percentage and re-sorts merged results by.
+RELEVANCE = "ragfr_relevance"
 EMBEDDING_MODEL = "ragfr_embedding_model"
 UNDERFILLED = "ragfr_underfilled"
 UNDERFILL_REASON = "ragfr_underfill_reason"

@@ -18,6 +18,9 @@ class Hit:
     ranks: dict[str, int] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
     rerank_score: float | None = None  # cross-encoder logit
+    # What the analyst reads beside the passage, 0-1 (ragfr.gate.relevance): the gate's evidence for the search
+    # scaled by the passage's fused score against the best; Open WebUI shows it as a percentage.
+    relevance: float | None = None
 
     # The names of the arms the search had, on or off (ragfr.retrieval.arms), in their order: the JSON names every
     # one, with None where it did not return the hit, so a reader of `ragfr search --json` finds the same keys
@@ -36,6 +39,7 @@ class Hit:
             **{f"{arm}_rank": self.ranks.get(arm) for arm in arms},
             **{f"{arm}_score": self.scores.get(arm) for arm in arms},
             "rerank_score": self.rerank_score,
+            "relevance": self.relevance,
         }
 
 

@@ -127,7 +127,7 @@ class ChatView:
 
 def passages_json(shown: list[Passage]) -> list[dict[str, Any]]:
     return [{"file": p.file, "chunk": p.metadata.get(keys.CHUNK_ID), "score": p.score,
-             "rrf_score": p.metadata.get(keys.RRF_SCORE)} for p in shown]
+             "rrf_score": p.metadata.get(keys.RRF_SCORE), "relevance": p.metadata.get(keys.RELEVANCE)} for p in shown]
 
 
 def searches_knowledge(files: list[dict[str, Any]] | None) -> bool:

@@ -48,7 +48,7 @@ from ragfr.retrieval.hybrid import validate_query
 log = logging.getLogger("ragfr.owui")
 
 # Open WebUI merges the results of all collections and keeps the k with the largest distance: the marker's
-# is above any score a passage can have (RRF <= 2/61, a reranker's sigmoid <= 1), so it is never cut.
+# is above any score a passage can have (ragfr's relevance and a reranker's sigmoid <= 1), so it is never cut.
 MARKER_DISTANCE = 1.0e6
 
 ENV_EMBED_CONCURRENCY = "RAGFR_OWUI_EMBED_CONCURRENCY"

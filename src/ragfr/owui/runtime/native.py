@@ -116,6 +116,7 @@ def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
         keys.RANK: index + 1,
         keys.RRF_SCORE: hit.rrf_score,
         keys.TOP_RRF_SCORE: result.hits[0].rrf_score,
+        keys.RELEVANCE: hit.relevance,
         # Every arm's rank and own score (None where it did not return the hit), as in `ragfr search --json`.
         **{keys.arm_rank(arm): hit.ranks.get(arm) for arm in hit.arm_names()},
         **{keys.arm_score(arm): hit.scores.get(arm) for arm in hit.arm_names()},
@@ -146,7 +147,9 @@ def to_owui(results: list[SearchResult], result_type: Any) -> Any:
         ids=[[h.id for h in r.hits] for r in results],
         documents=[[h.text for h in r.hits] for r in results],
         metadatas=[[hit_metadata(r, i, t) for i in range(len(r.hits))] for r, t in zip(results, tokens, strict=True)],
-        distances=[[h.rrf_score for h in r.hits] for r in results],
+        # The relevance the analyst reads (ragfr.gate.relevance), not the RRF score (<= 0.033, « 3.28 % »):
+        # Open WebUI shows it as a percentage and re-sorts merged collections by it, which keeps ragfr's order.
+        distances=[[h.relevance for h in r.hits] for r in results],
     )
 
 

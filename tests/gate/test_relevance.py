@@ -1,0 +1,60 @@
+"""The relevance an analyst reads beside each passage (ragfr.gate.relevance, issue 47 item 5): in [0, 1],
+never rising down the list (Open WebUI re-sorts merged results by it), the search's evidence for the top
+passage, for the fitted gate and for the rank rule alike."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ragfr.gate import fitted, relevance
+from ragfr.gate.features import FEATURES, rrf1
+
+E5 = "local:multilingual-e5-small"
+K = 60
+
+
+def test_top_passage_reads_the_evidence_and_the_rest_scale_by_their_fused_score() -> None:
+    scores = [2 / 61, 1 / 61 + 1 / 63, 1 / 62, 1 / 70]
+    got = relevance.passages(0.9, scores, scores[0])
+    assert got == pytest.approx([0.9 * s / scores[0] for s in scores])
+    assert got[0] == pytest.approx(0.9)
+
+
+def test_bounds_and_never_rising_on_any_order_even_after_a_reranker() -> None:
+    rng = random.Random(47)
+    for _ in range(500):
+        scores = [rng.uniform(0.0, 2 / 61) for _ in range(rng.randint(1, 12))]
+        top = max(scores) * rng.choice([1.0, 1.3])  # 1.3: the fused first was dropped by a reranker
+        evidence = rng.uniform(-0.2, 1.2)  # clamped, whatever a caller passes
+        got = relevance.passages(evidence, scores, top)  # scores in any order: a reranker's
+        assert all(0.0 <= r <= 1.0 for r in got), got
+        assert got == sorted(got, reverse=True), got
+        fused = sorted(scores, reverse=True)
+        assert relevance.passages(evidence, fused, top) == pytest.approx(
+            [min(1.0, max(0.0, evidence)) * s / top for s in fused])
+
+
+def test_equal_fused_scores_read_equal_so_a_stable_sort_keeps_the_fused_order() -> None:
+    got = relevance.passages(0.8, [2 / 61, 1 / 61, 1 / 61], 2 / 61)
+    assert got[1] == got[2]
+
+
+def test_rank_rule_reads_the_fused_score_over_its_best_possible() -> None:
+    """An embedding model with no fitted gate: evidence is `rrf1`, so a passage reads rrf_i / (n/(k+1)); the rank
+    rule answers only from 1/61 + 1/63 on, which reads 98.4 %."""
+    top = 1 / 61 + 1 / 63
+    features = dict.fromkeys(FEATURES, 0.0) | {"rrf1": rrf1(top, K, 2)}
+    evidence = relevance.search_evidence("ollama:no-fit-here", features)
+    assert evidence == pytest.approx(top / (2 / 61))
+    assert relevance.passages(evidence, [top, 1 / 64], top)[0] == pytest.approx(0.984, abs=1e-3)
+    assert relevance.search_evidence(None, features) == evidence
+
+
+def test_fitted_gate_reads_its_probability() -> None:
+    gate = fitted.load(E5)
+    assert gate is not None
+    features = dict.fromkeys(FEATURES, 0.5) | {"cos1": 0.9, "rrf1": 1.0}
+    assert relevance.search_evidence(E5, features) == gate.probability(features)
+    assert gate.decide(features)[1] == relevance.search_evidence(E5, features)

@@ -592,7 +592,7 @@ def test_the_refusal_shown_is_the_gate_s() -> None:
     refusal = next(b for lang, _, b in fenced() if lang == "text" and b.startswith("Les documents"))
     lines = refusal.splitlines()
     assert lines[0] == consts["REFUSAL"] and lines[2] == consts["CLOSEST"]
-    assert f"`{consts['NO_PASSAGE']}`" in pages_text()
+    assert "`" + str(consts["NO_PASSAGE"]) + "`" in pages_text()
 
 
 def test_every_ragfr_command_of_the_page_has_its_options() -> None:
@@ -605,7 +605,7 @@ def test_every_ragfr_command_of_the_page_has_its_options() -> None:
             continue
         argv = shlex.split(span)[1:]
         assert argv[0] in verbs, span
-        p = sub.choices[argv[0]]  # type: ignore[attr-defined]
+        p = sub.choices[argv[0]]  # type: ignore[index]
         rest = argv[1:]
         if verbs[argv[0]] and rest and rest[0] in verbs[argv[0]]:
             inner = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -947,11 +947,24 @@ class DocWalk:
                     self.kept_checks[key] = self.kept_checks.get(key, 0) + 1
                 elif since > edit and value == mine:
                     self.kept[key] = (value, step.where(), self.edits)
+                    self.models_moved(step, kept, value)
                 else:
                     self.problem(step, f"{key}, applied at {where}, is dropped: this command renders {value!r:.160}"
                                        f" where it rendered {kept!r:.160}")
             elif value != chart_defaults()[key]:
                 self.kept[key] = (value, step.where(), self.edits)
+                self.models_moved(step, chart_defaults()[key], value)
+
+    def models_moved(self, step: Step, before: Any, after: Any) -> None:
+        """Ollama's models on a claim the chart keeps (resource-policy: keep): pointing Ollama at another claim
+        leaves them on a volume no pod mounts, and Ollama on one nobody filled (issue 48: going air-gapped)."""
+        if not isinstance(before, dict) or not isinstance(after, dict):
+            return
+        old, new = before.get("Ollama's models claim"), after.get("Ollama's models claim")
+        if old is not None and new is not None and old != new:
+            self.problem(step, f"Ollama's models volume changes from {old} to {new}: the models {old} holds are "
+                               f"mounted by no pod any more, and Ollama starts on {new}, which no step of the walk "
+                               "fills (keep the claim, or move its contents first)")
 
     def selector(self, step: Step) -> None:
         """`kubectl … -l SELECTOR` acts on the release as last rendered: the selector must match something."""
@@ -1147,3 +1160,32 @@ def test_the_init_containers_counted_in_chart_upgrade_are_the_render_s() -> None
     release = Release({}, render_raw(yaml.safe_load((CHART / "examples" / "k3s-first-install.yaml").read_text())))
     owui = next(spec for labels, spec in release.pods() if labels.get("app.kubernetes.io/component") == "openwebui")
     assert shown == {len(owui["initContainers"])}, (shown, [c["name"] for c in owui["initContainers"]])
+
+
+# Each setting of the second month, and values that drop it while keeping the others (issue 48: the walk must
+# fail where one is dropped, at that command).
+DROPS = {"the gate's calibration (openwebui.gate.calibration)": {"openwebui": {"gate": {"calibration": None}}},
+         "the backups (backup.*)": {"backup": {"enabled": False}},
+         "the air-gapped switch (ollama.models.pull, the models' volume)": {"ollama": {"models": {"pull": True}}}}
+
+
+def test_the_walk_names_the_command_that_drops_a_setting(tmp_path: Path) -> None:
+    """The pages as they are, plus, at the end of the last page of the second month, one command per setting
+    that renders my-values.yaml with that one setting undone: the walk reports exactly those commands."""
+    for rel in WALK_DOCS:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, tmp_path / rel)
+    last = tmp_path / SECOND_MONTH[-1]
+    added = []
+    for n, (key, values) in enumerate(DROPS.items()):
+        added.append((key, f"helm upgrade ragfr charts/ragfr -n ragfr -f my-values.yaml -f drop-{n}.yaml"))
+        last.write_text(last.read_text(encoding="utf-8") + f"\n```yaml drop-{n}.yaml\n{yaml.safe_dump(values)}```\n\n"
+                        f"```sh\n{added[-1][1]}\n```\n", encoding="utf-8")
+    name = sorted(PATHS)[0]
+    w = DocWalk(PATHS[name], tmp_path)
+    w.run()
+    assert all(key in w.kept for key in DROPS), sorted(w.kept)
+    for key, command in added:
+        at = [p for p in w.problems if command in p and "is dropped" in p]
+        assert len(at) == 1 and at[0].split("-> ", 1)[1].startswith(key), (key, w.problems)
+    assert len(w.problems) == len(added), w.problems

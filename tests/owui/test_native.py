@@ -64,6 +64,10 @@ def scenario() -> dict[str, Any]:
     for q in LEGACY_QUERIES:
         ops.append({"op": "legacy", "collection": "contrat", "query": q, "vector": QUERY_VECTOR, "k": 1,
                     "k_reranker": 1, "weight": 1.0})
+    # Two collections searched for one question and merged as Open WebUI does (by distance, top k).
+    ops.append({"op": "merged", "k": 4, "searches": [
+        {"collection": c, "query": "sinistres", "vectors": [QUERY_VECTOR], "limit": 4, "weight": 0.5}
+        for c in ("contrat", "filtre")]})
     # A 3-dimensional vector into a 4-dimensional space: stock Open WebUI zero-pads it.
     ops.append({"op": "insert", "collection": "contrat",
                 "items": [{"id": "short", "text": "vecteur trop court", "vector": [1.0, 0.0, 0.0],
@@ -104,8 +108,25 @@ def test_patched_open_webui_retrieves_french_inflections(run_probe: Any, patched
         legacy = _ok(r)
         assert legacy["metadatas"][0][0]["file_id"] == "f1"
         assert legacy["documents"][0] == [CONTRAT[0][1]], f"{query!r}: {legacy['documents']}"
+    # The relevance an analyst reads (issue 47 item 5) is the distance Open WebUI shows as a percentage: no fitted
+    # gate for this model, so the rank rule's reading, rrf / (2/61), never rising down the fused order.
+    for r in res[2:5]:
+        found = _ok(r)
+        distances, metas = found["distances"][0], found["metadatas"][0]
+        assert distances == [m["ragfr_relevance"] for m in metas], found
+        assert distances == pytest.approx([m["ragfr_rrf_score"] / (2 / 61) for m in metas])
+        assert all(0 <= d <= 1 for d in distances) and distances == sorted(distances, reverse=True), distances
+    assert _ok(res[2])["distances"][0][0] == pytest.approx((1 / 61 + 1 / 64) / (2 / 61))  # 97.66 %, not 2.69 %
+    # Merged across collections by that distance, each collection's passages keep ragfr's fused order and the
+    # top k keeps a prefix of each collection's ranks: the passages reaching the model are ragfr's best.
+    merged = _ok(res[8])
+    distances, metas = merged["distances"][0], merged["metadatas"][0]
+    assert len(distances) == 4 and distances == sorted(distances, reverse=True), merged
+    for collection in ("contrat", "filtre"):
+        ranks = [m["ragfr_rank"] for m in metas if m["ragfr_chunk_id"].startswith(collection)]
+        assert ranks == list(range(1, len(ranks) + 1)), (collection, metas)
     # A vector of the wrong dimension is refused with both dimensions named, not padded.
-    assert "3 dimensions" in res[8]["error"] and "holds 4" in res[8]["error"], res[8]
+    assert "3 dimensions" in res[9]["error"] and "holds 4" in res[9]["error"], res[9]
 
 
 def test_pristine_open_webui_misses_the_same_queries(run_probe: Any, migrated: str) -> None:
@@ -120,4 +141,4 @@ def test_pristine_open_webui_misses_the_same_queries(run_probe: Any, migrated: s
     for query, r in zip(LEGACY_QUERIES, res[5:8], strict=True):
         if query in LEGACY_MISSED_BY_STOCK:
             assert _ok(r)["documents"][0] != [CONTRAT[0][1]], f"{query!r}: whitespace BM25 should not match"
-    assert _ok(res[8]) == 1, "stock 0.12.4 silently zero-pads a short vector"
+    assert _ok(res[9]) == 1, "stock 0.12.4 silently zero-pads a short vector"

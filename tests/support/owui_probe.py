@@ -6,6 +6,8 @@ Which Open WebUI code runs (pristine site-packages or a patched copy) is decided
 the test. Operations:
   insert  {collection, items: [{id, text, vector, metadata}]}          -> PgvectorClient.insert
   native  {collection, query, vectors, filter, limit, weight}          -> PgvectorClient.hybrid_search
+  merged  {searches: [native ops], k}                                   -> each native search, then Open WebUI's
+          utils.merge_and_sort_query_results over them (several collections searched for one question)
   legacy  {collection, query, vector, k, k_reranker, weight}           -> utils.query_doc_with_hybrid_search
           (native_hybrid_search=False; the embedding function returns the given vector: the test fixes
           the geometry; the reranker is a neutral stub returning equal scores, so the fused order stands)
@@ -36,6 +38,13 @@ def _native(client: Any, op: dict[str, Any]) -> Any:
         hybrid_bm25_weight=op.get("weight", 0.5),
     )
     return None if result is None else result.model_dump()
+
+
+def _merged(client: Any, op: dict[str, Any]) -> Any:
+    from open_webui.retrieval import utils
+
+    found = [_native(client, search) for search in op["searches"]]
+    return utils.merge_and_sort_query_results([r for r in found if r is not None], k=op["k"])
 
 
 def _legacy(op: dict[str, Any]) -> Any:
@@ -78,6 +87,8 @@ def main(scenario_path: str, result_path: str) -> int:
                 value = _insert(client, op)
             elif op["op"] == "native":
                 value = _native(client, op)
+            elif op["op"] == "merged":
+                value = _merged(client, op)
             elif op["op"] == "legacy":
                 value = _legacy(op)
             else:

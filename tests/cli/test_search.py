@@ -322,3 +322,5 @@ def test_json_gives_each_passage_the_relevance_the_chat_shows(kb, capsys) -> Non
     assert values == pytest.approx([p * h["rrf_score"] / hits[0]["rrf_score"] for h in hits])
     assert all(0.0 <= v <= 1.0 for v in values) and values == sorted(values, reverse=True), values
     assert {"rrf_score", "lexical_rank", "semantic_rank"} <= set(hits[0])  # the earlier fields stay
+    rc = cli_main(["search", "--dsn", kb, "--collection", "contrat", "Dans quel délai déclarer un vol ?"])
+    assert rc == 0 and f" relevance={100 * values[0]:.2f}%]" in capsys.readouterr().out

@@ -132,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         short = {arm.name: arm.short for arm in BUILTIN}
         ranks = " ".join(f"{short.get(arm, arm)}={h.ranks.get(arm) or '-'}" for arm in h.arm_names())
         ranks += f" rrf={h.rrf_score:.5f}"
+        if h.relevance is not None:  # what Open WebUI's citation shows beside the passage (ragfr.gate.relevance)
+            ranks += f" relevance={100 * h.relevance:.2f}%"
         if h.rerank_score is not None:
             ranks += f" rerank={h.rerank_score:.3f}"
         snippet = " ".join(h.text.split())[:200]

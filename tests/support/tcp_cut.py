@@ -38,6 +38,9 @@ class TcpCut:
                 client, _ = listener.accept()
             except OSError:
                 return  # cut
+            if self._listener is not listener:  # accepted as the relay was being cut: refused too
+                client.close()
+                return
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
             except OSError:
@@ -45,6 +48,10 @@ class TcpCut:
                 continue
             upstream.settimeout(None)
             with self._lock:
+                if self._listener is not listener:
+                    client.close()
+                    upstream.close()
+                    return
                 self._conns.update((client, upstream))
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
@@ -61,11 +68,15 @@ class TcpCut:
                     s.shutdown(socket.SHUT_RDWR)
 
     def cut(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
         with self._lock:
+            listener, self._listener = self._listener, None
             conns, self._conns = self._conns, set()
+        if listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone would leave the socket listening
+            # until that accept() returned, and let one more connection through.
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
         for s in conns:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)

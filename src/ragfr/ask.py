@@ -84,6 +84,7 @@ class Answer:
         return [(h.id, s) for h, s in self.evidence.scored]
 
     def to_json(self) -> dict[str, Any]:
+        summary = self.evidence.summary()
         return {
             "question": self.question,
             "grounded": self.grounded,
@@ -101,6 +102,10 @@ class Answer:
                 "noise_floor": self.evidence.noise_floor,
                 "scores": [{"id": i, "score": s} for i, s in self.scores()],
                 "reason": self.evidence.reason,
+                # the subject no searched document names, beside a caution or refusal (ragfr.gate.subject)
+                "absent_subject": summary["absent_subject"],
+                "subject_changed": summary["subject_changed"],
+                "reason_fr": summary["reason_fr"],
             },
             "diagnostic": self.diagnostic,
             "search": self.search.to_json(),
@@ -118,10 +123,11 @@ def build_messages(question: str, hits: Sequence[Hit], *, caution: bool = False)
 def gate_search(result: SearchResult, gate: GateConfig | None = None) -> Decision[Hit]:
     """The gate's decision on a search, as `ragfr ask` and `ragfr gate check` take it: the scale of the hits
     (the cross-encoder's when calibrated), the search's evidence features and embedding model (the fitted
-    gate of that model, else the rank rule)."""
+    gate of that model, else the rank rule), and the subject no searched document names (the subject rule)."""
     reranked = bool(result.hits) and result.hits[0].rerank_score is not None
     gate = gate or GateConfig.for_scale(scale_for(reranked), int(result.settings.get("rrf_k", 60)))
-    return assess(result.hits, gate, evidence=result.evidence, embedding_model=result.settings.get("embedding_model"))
+    return assess(result.hits, gate, evidence=result.evidence, embedding_model=result.settings.get("embedding_model"),
+                  absence=result.absence)
 
 
 def answer(result: SearchResult, chat: ChatClient, model: str, gate: GateConfig | None = None) -> Answer:
@@ -131,7 +137,9 @@ def answer(result: SearchResult, chat: ChatClient, model: str, gate: GateConfig 
     if not evidence.grounded:
         return Answer(
             question=result.query, grounded=False, answer=None, citations=[], evidence=evidence, search=result,
-            diagnostic={"message": "pas assez d'éléments dans les documents pour répondre", "reason": evidence.reason},
+            diagnostic={"message": " ".join(filter(None, ["pas assez d'éléments dans les documents pour répondre.",
+                                                          evidence.reason_fr])),
+                        "reason": evidence.reason},
         )
     text = chat.chat(model, build_messages(result.query, evidence.kept, caution=evidence.outcome is Outcome.CAUTION))
     cited = [h.id for h in evidence.kept if f"[{h.id}]" in text] or [h.id for h in evidence.kept]

@@ -59,3 +59,57 @@ def test_gate_check_names_a_malformed_line(kb, tmp_path, capsys) -> None:
     assert cli_main(["gate", "check", "--dsn", kb, "--collection", "contrat", "--questions", str(questions)]) == 2
     captured = capsys.readouterr()
     assert "--questions line 2" in captured.err and len(captured.out.splitlines()) == 1
+
+
+# A subject the contract never names (issue 47 item 4): « panneau » is in no passage, a strong absence.
+ABSENT = "Les panneaux photovoltaïques sont-ils couverts ?"
+ABSENT_REASON = "Aucun des documents joints ne mentionne « panneaux photovoltaïques »."
+
+
+def test_gate_check_names_the_subject_no_document_holds_in_french(kb, capsys, monkeypatch) -> None:
+    lines = [{"id": "pv", "text": ABSENT}, {"id": "vol", "text": "Dans quel délai porter plainte après un vol ?"}]
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(json.dumps(x) + "\n" for x in lines)))
+    assert cli_main(["gate", "check", "--dsn", kb, "--collection", "contrat", "--questions", "-"]) == 0
+    pv, vol = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    print(pv["decision"], pv["probability"], pv["reason"])
+    # the subject rule never lets it be answered: a caution at best, and the reason says why in French
+    assert pv["decision"] in ("caution", "refuse") and pv["reason"].endswith(ABSENT_REASON), pv["reason"]
+    assert pv["absent_subject"]["subject"] == "panneaux photovoltaïques" and pv["absent_subject"]["strong"] is True
+    assert pv["absent_subject"]["reason_fr"] == ABSENT_REASON and pv["absent_subject"]["where"] == "collection"
+    assert pv["subject_changed"] in ("answer -> caution", "caution -> refuse", None)
+    # a question whose subject the contract holds carries none
+    assert vol["absent_subject"] is None and vol["subject_changed"] is None and "mentionne" not in vol["reason"]
+
+
+class Recording:
+    """The chat model's double: records the messages it was sent, says the documents do not answer."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[dict[str, str]]] = []
+
+    def chat(self, model: str, messages: list[dict[str, str]]) -> str:
+        self.calls.append(messages)
+        return "Les documents ne répondent pas à cette question."
+
+
+def test_ask_tells_the_analyst_which_subject_no_document_holds(kb, capsys, monkeypatch) -> None:
+    from ragfr.ask import CAUTION
+
+    chat = Recording()
+    monkeypatch.setattr("ragfr.cli.ask._chat_client", lambda timeout: chat)
+    rc = cli_main(["ask", "--dsn", kb, "--collection", "contrat", "--json", ABSENT])
+    out = json.loads(capsys.readouterr().out)
+    evidence = out["evidence"]
+    assert evidence["reason_fr"] == ABSENT_REASON and evidence["absent_subject"]["strong"] is True
+    assert evidence["reason"].endswith(ABSENT_REASON)
+    if evidence["decision"] == "refuse":
+        assert rc == 3 and not chat.calls and out["diagnostic"]["message"].endswith(ABSENT_REASON)
+    else:
+        assert evidence["decision"] == "caution" and rc == 0 and len(chat.calls) == 1
+    # the text output: the French sentence is printed for the analyst, above the caution's reply or the refusal
+    rc = cli_main(["ask", "--dsn", kb, "--collection", "contrat", ABSENT])
+    text = capsys.readouterr().out
+    if evidence["decision"] == "refuse":
+        assert text.splitlines()[0] == ABSENT_REASON and "grounded: false" in text
+    else:
+        assert text.splitlines()[0] == f"{CAUTION} {ABSENT_REASON}"

@@ -56,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out.to_json(), ensure_ascii=False, indent=2))
     elif out.grounded:
         if out.evidence.outcome.value == "caution":
-            print(f"{CAUTION}\n")
+            print(" ".join(filter(None, [CAUTION, out.evidence.reason_fr])) + "\n")
         print(out.answer)
         print(f"\nsources: {', '.join(out.citations)}")
     else:
+        if out.evidence.reason_fr:  # the subject no document names: what the analyst can act on
+            print(out.evidence.reason_fr)
         print(f"Pas assez d'éléments pour répondre (grounded: false). {out.evidence.reason}")
         for doc_id, score in out.scores():
             print(f"  {doc_id}: {'-' if score is None else f'{score:.5f}'}")

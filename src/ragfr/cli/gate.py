@@ -44,8 +44,11 @@ examples:
 EPILOG = """\
 --questions: JSON lines, each {"id": ..., "text": ...}; "-" reads them from stdin. One JSON line per question
 on stdout: id, decision (answer, caution or refuse), rule (evidence: the fitted gate of the collection's
-embedding model; rank: no fitted gate for it), probability (the fitted gate's, else null), reason, and hits
-as `ragfr search --json` prints them (metadata included). The embedder is loaded once for the whole file.
+embedding model; rank: no fitted gate for it), probability (the fitted gate's, else null), reason,
+absent_subject (the question's subject no searched document names, beside a caution or refusal: its French
+sentence ends the reason; null otherwise), subject_changed ("answer -> caution" or "caution -> refuse" when
+that subject lowered the verdict, else null), and hits as `ragfr search --json` prints them (metadata
+included). The embedder is loaded once for the whole file.
 
 examples:
   ragfr gate check --collection contrats --questions questions.jsonl
@@ -144,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
                 decision = gate_search(result)
                 print(json.dumps({"id": qid, "decision": decision.outcome.value, "rule": decision.rule,
                                   "probability": decision.probability, "reason": decision.reason,
+                                  "absent_subject": decision.summary()["absent_subject"],
+                                  "subject_changed": decision.subject_changed,
                                   "hits": [h.to_json() for h in result.hits]}, ensure_ascii=False), flush=True)
     finally:
         if stream is not sys.stdin:

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from ragfr.gate import fitted
+from ragfr.analysis.subject import Absence
+from ragfr.gate import fitted, subject
 
 Scale = Literal["rrf", "cross-encoder"]
 T = TypeVar("T")
@@ -111,11 +112,21 @@ class Decision(Generic[T]):
     # `probability` is its p) or "rank" (the RRF / cross-encoder threshold rule above)
     rule: str = "rank"
     probability: float | None = None
+    # The question's subject that no searched document names (ragfr.gate.subject), when it changed the outcome
+    # (`subject_changed`: "answer -> caution" or "caution -> refuse") or accompanies a caution or refusal;
+    # None beside an answer. Its French sentence is what the analyst reads (`reason_fr`).
+    absence: Absence | None = None
+    subject_changed: str | None = None
 
     @property
     def grounded(self) -> bool:
         """Whether the chat model is called."""
         return self.outcome is not Outcome.REFUSE
+
+    @property
+    def reason_fr(self) -> str | None:
+        """Why, in French, for the analyst: « Aucun des documents joints ne mentionne « … ». » (or None)."""
+        return self.absence.reason_fr() if self.absence is not None else None
 
     @classmethod
     def refused_unjudged(cls, reason: str, gate: GateConfig | None = None) -> Decision[T]:
@@ -128,7 +139,9 @@ class Decision(Generic[T]):
         return {"decision": self.outcome.value, "grounded": self.grounded, "reason": self.reason,
                 "scale": self.scale, "top_score": self.top_score,
                 "evidence_threshold": self.evidence_threshold, "noise_floor": self.noise_floor,
-                "rule": self.rule, "probability": self.probability}
+                "rule": self.rule, "probability": self.probability,
+                "absent_subject": subject.to_json(self.absence), "subject_changed": self.subject_changed,
+                "reason_fr": self.reason_fr}
 
 
 def scale_for(reranked: bool) -> Scale:
@@ -159,8 +172,27 @@ def _verdict(top: float | None, any_kept: bool, gate: GateConfig) -> tuple[Outco
     return Outcome.ANSWER, f"best {gate.scale} score {top:.5f} >= evidence threshold {gate.evidence_threshold:.5f}"
 
 
+def with_subject(outcome: Outcome, reason: str,
+                 absence: Absence | None) -> tuple[Outcome, str, Absence | None, str | None]:
+    """The subject rule on top of a verdict: (outcome, reason, the absence the analyst is told, what it changed).
+    A strong absence (a head noun of the question's subject in no passage of the searched collections) lowers
+    the verdict one step: an answer becomes a caution, a caution a refusal (a refusal stays one); with the rank
+    rule, which never cautions, that makes its answers cautions. Another absence changes nothing and is only
+    told beside a caution or refusal the gate reached by itself (ragfr.gate.subject says why)."""
+    if absence is None:
+        return outcome, reason, None, None
+    if absence.strong and outcome is not Outcome.REFUSE:
+        lower = Outcome.CAUTION if outcome is Outcome.ANSWER else Outcome.REFUSE
+        changed = f"{outcome.value} -> {lower.value}"
+        return lower, f"{reason}; subject rule {changed}: {absence.reason_fr()}", absence, changed
+    if outcome is Outcome.ANSWER:
+        return outcome, reason, None, None
+    return outcome, f"{reason}; {absence.reason_fr()}", absence, None
+
+
 def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: float | None = None, *,
-           evidence: Mapping[str, float] | None = None, embedding_model: str | None = None) -> Decision[T]:
+           evidence: Mapping[str, float] | None = None, embedding_model: str | None = None,
+           absence: Absence | None = None) -> Decision[T]:
     """The one decision of `ragfr ask` (through `assess`) and of the chat (`ragfr.owui.runtime.chat_gate`), on the
     candidates in their order with their score on `gate.scale` (None: not scored on it). `top` is the search's
     best score, by default the best of `scored`; the chat passes the one ragfr stamped on every passage,
@@ -169,7 +201,10 @@ def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: floa
     `evidence`: the search's evidence features (SearchResult.evidence). On the RRF scale, when the package
     ships a fitted gate for `embedding_model` (ragfr.gate.fitted), it decides among answer,
     caution and refuse; otherwise the rank rule decides (answer or refuse) and its reason says why. A
-    calibrated cross-encoder scale keeps its threshold: the fitted gate never read a cross-encoder score."""
+    calibrated cross-encoder scale keeps its threshold: the fitted gate never read a cross-encoder score.
+
+    `absence`: the question's subject no searched document names (SearchResult.absence), applied by
+    `with_subject` whichever rule decided."""
     scored = list(scored)
     if top is None:
         top = max((s for _, s in scored if s is not None), default=None)
@@ -183,16 +218,19 @@ def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: floa
             reason += (f" (rank rule: no fitted evidence gate for {embedding_model})" if model_gate is None
                        else " (rank rule: the search carries no evidence features)")
         reason += f" [{note}]" if note else ""
-        return Decision(outcome, reason, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept, scored)
+        outcome, reason, told, changed = with_subject(outcome, reason, absence)
+        return Decision(outcome, reason, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept, scored,
+                        absence=told, subject_changed=changed)
     verdict, p, why = model_gate.decide(evidence)
     why += f" [{note}]" if note else ""
-    return Decision(Outcome(verdict), why, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept,
-                    scored, rule=fitted.RULE, probability=p)
+    outcome, why, told, changed = with_subject(Outcome(verdict), why, absence)
+    return Decision(outcome, why, gate.scale, top, gate.evidence_threshold, gate.noise_floor, kept,
+                    scored, rule=fitted.RULE, probability=p, absence=told, subject_changed=changed)
 
 
 def assess(hits: list[H], gate: GateConfig, *, evidence: Mapping[str, float] | None = None,
-           embedding_model: str | None = None) -> Decision[H]:
+           embedding_model: str | None = None, absence: Absence | None = None) -> Decision[H]:
     """`ragfr ask`'s decision on a search's hits (and the tools' that replay it); pass the search's
-    `evidence` and embedding model for the fitted gate (`decide`)."""
+    `evidence` and embedding model for the fitted gate, its `absence` for the subject rule (`decide`)."""
     return decide([(h, score_of(h, gate.scale)) for h in hits], gate, evidence=evidence,
-                  embedding_model=embedding_model)
+                  embedding_model=embedding_model, absence=absence)

@@ -25,6 +25,7 @@ from psycopg.pq import TransactionStatus
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
+from ragfr.analysis.subject import absent_subject, subject_lexemes, subject_terms
 from ragfr.embed.space import EmbeddingSpace, read_space
 from ragfr.errors import ConfigError, DatabaseError, EmbeddingSpaceError
 from ragfr.filters.grammar import Condition
@@ -137,6 +138,8 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
     vector = _query_vector(query, req.query_vector, req.embedder, space) if reads(config, VECTOR, req.arms) else None
     timings["embed"] = elapsed_ms(started)
     terms = query_terms(query) if reads(config, TERMS, req.arms) else []
+    # The subject rule (ragfr.gate.subject): its lexemes' document frequencies come with the features' read.
+    subjects = subject_terms(query)
     try:
         began = conn.info.transaction_status == TransactionStatus.IDLE  # else a savepoint in the caller's
         with conn.transaction():
@@ -153,7 +156,7 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
             use_reranker = req.reranker is not None and config.rerank
             shown = fused[: config.rerank_top_n if use_reranker else config.k]
             rows = _fetch(conn, [doc_id for doc_id, _, _ in shown])
-            stats = features.term_stats(conn, filters.collections, terms, searched)
+            stats = features.term_stats(conn, filters.collections, [*terms, *subject_lexemes(subjects)], searched)
     except psycopg.errors.QueryCanceled as exc:
         raise SearchTimeoutError(
             f"search cancelled after statement_timeout {config.statement_timeout_ms} ms "
@@ -179,6 +182,7 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
                                          [h.rrf_score for h in hits], fused[0][1] if fused else None)
     for hit, value in zip(hits, shown_relevance, strict=True):
         hit.relevance = value
+    absence = absent_subject(subjects, stats.df, [h.text for h in hits])
     timings["total"] = elapsed_ms(started)
     settings.update(_settings(req, space, terms))
     reports = {name: r.report for name, r in ran.items()}
@@ -186,7 +190,7 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
     result = SearchResult(
         query=query, hits=hits, underfilled=bool(short),
         underfill_reason="; ".join(a.reason or "" for a in short) or None,
-        settings=settings, arms=reports, timings_ms=timings, evidence=evidence,
+        settings=settings, arms=reports, timings_ms=timings, evidence=evidence, absence=absence,
     )
     _log(result)
     return result

@@ -29,6 +29,9 @@ VECTOR_SCOPE = "ragfr_vector_scope"
 # The search's evidence features (ragfr.gate.features.FEATURES), JSON text, on every hit: the fitted gate
 # reads the search's, like TOP_RRF_SCORE.
 EVIDENCE = "ragfr_evidence"
+# The question's subject no searched document names (ragfr.gate.subject.to_json), JSON text ("null": none), on
+# every hit: the gate's subject rule reads the search's.
+ABSENT_SUBJECT = "ragfr_absent_subject"
 
 
 def arm_rank(arm: str) -> str:

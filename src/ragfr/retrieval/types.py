@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragfr.analysis.subject import Absence
+from ragfr.gate import subject
+
 
 @dataclass
 class Hit:
@@ -93,6 +96,9 @@ class SearchResult:
     # ragfr.gate.features.FEATURES of this search (cosines, BM25 against the words' rarity, rare-word
     # coverage, arm agreement): what the fitted gate reads
     evidence: dict[str, float] = field(default_factory=dict)
+    # The question's subject that no searched document names, or none of the top passages (ragfr.gate.subject):
+    # what the gate's subject rule reads
+    absence: Absence | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,4 +110,5 @@ class SearchResult:
             "arms": {k: asdict(v) for k, v in self.arms.items()},
             "timings_ms": self.timings_ms,
             "evidence": self.evidence,
+            "absent_subject": subject.to_json(self.absence),
         }

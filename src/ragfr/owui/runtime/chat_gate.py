@@ -42,9 +42,10 @@ from typing import Any
 
 from ragfr import metrics
 from ragfr.analysis.french import query_terms
+from ragfr.analysis.subject import Absence
 from ragfr.db.vmetadata import reserved_keys, without_reserved
 from ragfr.errors import first_line
-from ragfr.gate import fitted, rank
+from ragfr.gate import fitted, rank, subject
 from ragfr.gate.rank import Decision, GateConfig, Outcome, Scale, scale_for
 from ragfr.owui.runtime.provenance import made_here, without_token
 from ragfr.retrieval import passage_keys as keys
@@ -202,11 +203,25 @@ def assess(passages: list[Passage], scale: Scale) -> ChatView:
         tops = [float(p.metadata.get(keys.TOP_RRF_SCORE, p.score or 0.0)) for p in passages]
     model, features = search_evidence(passages)
     decision = rank.decide([(p, p.score) for p in passages], gate_cfg, top=max(tops, default=None),
-                           evidence=features, embedding_model=model)
+                           evidence=features, embedding_model=model, absence=search_absence(passages))
     if decision.grounded:
         return ChatView(decision, decision.kept[:MAX_KEPT])
     shown = passages[:MAX_SHOWN]
-    return ChatView(decision, shown, refusal_text(shown))
+    return ChatView(decision, shown, refusal_text(shown, decision.reason_fr))
+
+
+def search_absence(passages: list[Passage]) -> Absence | None:
+    """The subject no searched document names, as the searches behind the passages found it (the subject rule,
+    ragfr.gate.subject): with several queries, the most favourable (the least severe absence; none when a
+    search found its subject), as the features are read. A value that is not an absence reads as none."""
+    found = {str(p.metadata.get(keys.ABSENT_SUBJECT) or "null") for p in passages}
+    absences = []
+    for text in sorted(found):
+        try:
+            absences.append(subject.from_json(json.loads(text)))
+        except (ValueError, KeyError, TypeError):
+            absences.append(None)
+    return subject.least(absences)
 
 
 def search_evidence(passages: list[Passage]) -> tuple[str | None, dict[str, float] | None]:
@@ -225,10 +240,13 @@ def search_evidence(passages: list[Passage]) -> tuple[str | None, dict[str, floa
     return model, max(candidates, key=model_gate.probability)
 
 
-def refusal_text(shown: list[Passage]) -> str:
+def refusal_text(shown: list[Passage], reason_fr: str | None = None) -> str:
+    """The reply in place of the model's: REFUSAL, why in French when the gate knows (the subject no document
+    names), then the closest passages."""
+    head = f"{REFUSAL} {reason_fr}" if reason_fr else REFUSAL
     if not shown:
-        return f"{REFUSAL}\n\n{NO_PASSAGE}"
-    lines = [REFUSAL, "", CLOSEST]
+        return f"{head}\n\n{NO_PASSAGE}"
+    lines = [head, "", CLOSEST]
     for n, p in enumerate(shown, 1):
         excerpt = " ".join(p.text.split())
         if len(excerpt) > EXCERPT_CHARS:
@@ -287,9 +305,11 @@ def gate(metadata: dict[str, Any], sources: list[dict[str, Any]], *, question: s
     metrics.gate_decision("chat", verdict.decision.outcome.value, verdict.decision.rule)
     _log(verdict, metadata, question, passages, started)
     if verdict.decision.outcome is Outcome.CAUTION:
+        why = verdict.decision.reason_fr
         return [*_select(sources, verdict, keep_others=True),
                 {"source": {"id": "ragfr-evidence-gate", "name": CAUTION_SOURCE},
-                 "document": [CAUTION], "metadata": [verdict.source_metadata()]}]
+                 "document": [f"{CAUTION_LINE} {why}{CAUTION[len(CAUTION_LINE):]}" if why else CAUTION],
+                 "metadata": [verdict.source_metadata()]}]
     if verdict.decision.grounded:
         return _select(sources, verdict, keep_others=True)
     if not verdict.shown:
@@ -323,7 +343,9 @@ def caution_status(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     decision = (metadata or {}).get(METADATA_KEY)
     if not isinstance(decision, dict) or decision.get("decision") != Outcome.CAUTION.value:
         return None
-    return {"type": "status", "data": {"action": "ragfr_caution", "description": CAUTION_LINE, "done": True}}
+    why = decision.get("reason_fr")  # the subject no document names, when the gate knows it
+    line = f"{CAUTION_LINE} {why}" if isinstance(why, str) and why else CAUTION_LINE
+    return {"type": "status", "data": {"action": "ragfr_caution", "description": line, "done": True}}
 
 
 async def show_caution(metadata: dict[str, Any] | None,

@@ -30,6 +30,7 @@ from ragfr.db.connect import normalize_dsn, redact
 from ragfr.db.vmetadata import without_reserved
 from ragfr.errors import ConfigError, RagfrError, first_line
 from ragfr.filters.grammar import from_mapping
+from ragfr.gate import subject
 from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.errors import SearchUnavailable
 from ragfr.retrieval import hybrid
@@ -126,6 +127,7 @@ def ranks_metadata(result: SearchResult, index: int) -> dict[str, Any]:
         # was scored exactly, so no other upload can change it; the chat's gate log repeats it.
         keys.VECTOR_SCOPE: next((a.scope for a in result.arms.values() if a.scope), None),
         keys.EVIDENCE: json.dumps(result.evidence, separators=(",", ":")),
+        keys.ABSENT_SUBJECT: json.dumps(subject.to_json(result.absence), ensure_ascii=False, separators=(",", ":")),
     }
     if result.underfilled:
         extra[keys.UNDERFILL_REASON] = result.underfill_reason

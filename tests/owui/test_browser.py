@@ -3,6 +3,10 @@
 Sign-up (the first account), a knowledge base "Contrats" created in the Workspace, the contract uploaded
 through the page's file chooser, then two new chats, each attaching the knowledge base by typing `#Contrats`:
   - "Dans quel délai dois-je déclarer un vol ?" -> the theft sentence with its citation chip, one chat request;
+                                                    the chip opens Open WebUI's citation modal, whose relevance
+                                                    beside each passage is ragfr's (ragfr.gate.relevance: the
+                                                    gate's p for the top passage), the theft passage's far from
+                                                    single digits (it read « 3.28 % » when it was the RRF score);
   - "Quelle est la capitale du Pérou ?"           -> the gate's French refusal with the closest passages and
                                                     their file names, zero chat requests;
   - "Les dommages causés par les termites sont-ils couverts ?"
@@ -20,6 +24,8 @@ must be the first account.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +40,32 @@ from .conftest import running_stack
 from .stack import Server
 
 pytestmark = [pytest.mark.owui, pytest.mark.slow]
+
+PERCENT = re.compile(r"(\d+\.\d\d)%")  # CitationModal's relevance: `{percentage.toFixed(2)}%`
+
+
+def shown_percent(p: float) -> float:
+    """What CitationModal shows for a relevance p in [0, 1]: Math.round(p * 10000) / 100 (half up)."""
+    return math.floor(p * 10000 + 0.5) / 100
+
+
+def read_relevance(page: Any, chip: Any, gate: dict[str, Any]) -> float:
+    """Opens the answer's citation chip as the analyst does and returns the relevance shown beside the theft
+    passage, after checking every percentage of the modal against the gate log's passages (same order)."""
+    chip.click()
+    modal = page.get_by_role("dialog").filter(has_text=PERCENT)
+    modal.wait_for()
+    text = " ".join(modal.inner_text().split())
+    page.screenshot(path=str(SHOTS / "answered-citation.png"), full_page=True)
+    print("citation modal:", text, "gate:", gate)
+    shown = [float(m) for m in PERCENT.findall(text)]
+    assert shown == [shown_percent(p["relevance"]) for p in gate["passages"]], (shown, gate["passages"], text)
+    # The percentage is printed above its passage: the theft passage's is the last one before its text.
+    before = text[:text.index(" ".join(THEFT_SENTENCE.split()))]
+    right = float(PERCENT.findall(before)[-1])
+    modal.get_by_role("button", name="Close citation modal").click()
+    modal.wait_for(state="hidden")
+    return right
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +93,16 @@ def test_analyst_in_chromium_gets_a_cited_answer_a_refusal_and_a_caution(server:
     ask_with_knowledge(page, server.url, ANSWERABLE)
     page.get_by_text(THEFT_SENTENCE).first.wait_for()
     # The [1] of the reply is rendered as a citation chip naming the file.
-    page.locator("button", has_text=FILENAME).first.wait_for()
+    chip = page.locator("button", has_text=FILENAME).first
+    chip.wait_for()
     page.screenshot(path=str(SHOTS / "answered.png"), full_page=True)
     assert server.double.chat_requests() - before == 1
+    gate = server.log_events("gate")[-1]
+    assert gate["decision"] == "answer" and gate["rule"] == "evidence", gate
+    # The best passage reads the gate's p (the search's evidence); the theft passage is not single-digit.
+    assert gate["passages"][0]["relevance"] == pytest.approx(gate["probability"]), gate
+    right = read_relevance(page, chip, gate)
+    assert right >= 10.0, (right, gate)
 
     before = server.double.chat_requests()
     see_refusal(page, server.url, OFF_DOMAIN, FILENAME, SHOTS / "refused.png")

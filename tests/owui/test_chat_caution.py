@@ -16,7 +16,9 @@ from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.chat_gate import (
     CAUTION,
     CAUTION_LINE,
+    CLOSEST,
     METADATA_KEY,
+    REFUSAL,
     caution_status,
     gate,
     refusal_response,
@@ -107,3 +109,72 @@ def test_the_caution_line_goes_through_open_webuis_emitter_and_a_failed_emit_kee
     with caplog.at_level(logging.WARNING, logger="ragfr.gate"):
         asyncio.run(show_caution(caution, broken))  # no exception: the model is still called
     assert "caution_status_failed" in caplog.text and "KeyError" in caplog.text
+
+
+PV = "Aucun des documents joints ne mentionne « panneaux photovoltaïques »."
+
+
+def absent_json(strong: bool = True, where: str = "collection") -> str:
+    """What the adapter stamps (native.ranks_metadata): the search's absence as ragfr.gate.subject.to_json."""
+    from ragfr.analysis.subject import Absence, Subject
+    from ragfr.gate import subject
+
+    pv = Subject("panneaux photovoltaïques", ("panneau", "photovolta"), (("panneau", "photovolta"),))
+    missing = ("panneau",) if strong else ("photovolta",)
+    return json.dumps(subject.to_json(Absence(pv, where, missing, strong=strong)))  # type: ignore[arg-type]
+
+
+def with_absence(src: dict[str, Any], value: str) -> dict[str, Any]:
+    for meta in src["metadata"]:
+        meta["ragfr_absent_subject"] = value
+    return src
+
+
+def test_a_subject_no_document_names_cautions_an_answer_and_the_analyst_reads_why(monkeypatch) -> None:
+    """Issue 47 item 4 in the chat: a strong absence makes the fitted gate's answer a caution; the caution line
+    above the reply, the caution source and the gate's reason carry the French sentence."""
+    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    out, metadata = run([with_absence(source(2.0), absent_json())])  # p 0.88: answer without the rule
+    decision = metadata[METADATA_KEY]
+    assert (decision["decision"], decision["subject_changed"], decision["reason_fr"]) == (
+        "caution", "answer -> caution", PV)
+    assert decision["reason"].endswith(PV) and decision["absent_subject"]["subject"] == "panneaux photovoltaïques"
+    assert caution_status(metadata)["data"]["description"] == f"{CAUTION_LINE} {PV}"
+    assert out[-1]["document"][0].startswith(f"{CAUTION_LINE} {PV} ") and out[-1]["document"][0].endswith(
+        CAUTION[len(CAUTION_LINE):])
+    assert out[-1]["metadata"][0]["ragfr_gate_reason"].endswith(PV)
+
+
+def test_a_subject_no_document_names_refuses_a_caution_with_its_reason_in_the_reply(monkeypatch) -> None:
+    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    _, metadata = run([with_absence(source(1.0), absent_json())])  # p 0.73: caution without the rule
+    decision = metadata[METADATA_KEY]
+    assert (decision["decision"], decision["subject_changed"]) == ("refuse", "caution -> refuse")
+    reply = refusal_response({"model": "x", "stream": False}, metadata, object)
+    text = reply["choices"][0]["message"]["content"]
+    assert text.startswith(f"{REFUSAL} {PV}\n\n{CLOSEST}"), text
+
+
+def test_a_weak_absence_changes_nothing_and_only_explains_a_caution(monkeypatch) -> None:
+    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    _, metadata = run([with_absence(source(2.0), absent_json(strong=False))])
+    assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["reason_fr"] is None
+    _, metadata = run([with_absence(source(1.0), absent_json(strong=False))])
+    assert (metadata[METADATA_KEY]["decision"], metadata[METADATA_KEY]["reason_fr"]) == ("caution", PV)
+    assert caution_status(metadata)["data"]["description"] == f"{CAUTION_LINE} {PV}"
+
+
+def test_several_searches_read_the_most_favourable_absence_and_only_the_searchs_own(monkeypatch) -> None:
+    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    # one of Open WebUI's queries found the subject: no absence, the answer stands
+    _, metadata = run([with_absence(source(2.0), absent_json()), with_absence(source(2.0), "null")])
+    assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["absent_subject"] is None
+    # a stored chunk's metadata (no provenance token of this process) cannot claim an absence
+    forged = with_absence(source(2.0), absent_json())
+    for meta in forged["metadata"]:
+        meta["ragfr_provenance"] = "forged"
+    _, metadata = run([forged, with_absence(source(2.0), "null")])
+    assert metadata[METADATA_KEY]["decision"] == "answer"
+    # a value that is not an absence reads as none
+    _, metadata = run([with_absence(source(2.0), '{"where": "ailleurs"}')])
+    assert metadata[METADATA_KEY]["decision"] == "answer"

@@ -67,10 +67,24 @@ def sign_up(pg: Any, url: str) -> None:
     pg.get_by_role("button", name="Okay, Let's Go!").click()  # the "What's New" dialog of a first visit
 
 
-def create_knowledge_base(pg: Any, url: str, document: Path) -> None:
+def sign_in(pg: Any, url: str, email: str, password: str) -> None:
+    """An account the admin added signs in (sign-up is closed: the page shows the sign-in form)."""
+    pg.goto(url, wait_until="load")
+    pg.locator("#email").fill(email)
+    pg.locator("#password").fill(password)
+    pg.keyboard.press("Enter")
+    pg.wait_for_url(url + "/", wait_until="load")
+    pg.locator("#chat-input").wait_for()
+    # Open WebUI 0.12.4 shows the "What's New" dialog to the admin's first visit (sign_up), not to an analyst's.
+    welcome = pg.get_by_role("button", name="Okay, Let's Go!")
+    if welcome.is_visible():
+        welcome.click()
+
+
+def create_knowledge_base(pg: Any, url: str, document: Path, name: str = "Contrats") -> None:
     pg.goto(url + "/workspace/knowledge", wait_until="load")
     pg.get_by_role("button", name="Create", exact=True).click()
-    pg.get_by_placeholder("Name your knowledge base").fill("Contrats")
+    pg.get_by_placeholder("Name your knowledge base").fill(name)
     pg.get_by_placeholder("Describe your knowledge base").fill("Contrats d'assurance habitation")
     pg.get_by_role("button", name="Create Knowledge").click()
     pg.wait_for_url(url + "/workspace/knowledge/*", wait_until="load")
@@ -85,12 +99,12 @@ def create_knowledge_base(pg: Any, url: str, document: Path) -> None:
     assert not row.filter(has_text="Failed").count(), "Open WebUI could not process the upload"
 
 
-def ask_with_knowledge(pg: Any, url: str, question: str) -> None:
+def ask_with_knowledge(pg: Any, url: str, question: str, name: str = "Contrats") -> None:
     pg.goto(url + "/", wait_until="load")
     box = pg.locator("#chat-input")
     box.click()
-    pg.keyboard.type("#Contrats")
-    suggestion = pg.get_by_role("button", name="Contrats", exact=True)
+    pg.keyboard.type(f"#{name}")
+    suggestion = pg.get_by_role("button", name=name, exact=True)
     suggestion.click()  # the `#` suggestion: attach it
     # The menu closes and takes the `#Contrats` text with it; keys typed meanwhile can be lost (seen on a
     # busy machine: « s quel délai ... »). Wait until the input is empty, then type, and send only once the
@@ -112,23 +126,27 @@ def ask_with_knowledge(pg: Any, url: str, question: str) -> None:
     pg.keyboard.press("Enter")
 
 
-def see_refusal(pg: Any, url: str, question: str, filename: str, shot: Path) -> None:
+def see_refusal(pg: Any, url: str, question: str, filename: str, shot: Path, reason: str | None = None) -> None:
     """Asks `question` with the knowledge base and waits for the gate's refusal as the analyst sees it: the
-    French refusal, the closest passages' heading and the file they come from; then a screenshot."""
+    French refusal (followed by `reason`, the subject no document names, when given), the closest passages'
+    heading and the file they come from; then a screenshot."""
     ask_with_knowledge(pg, url, question)
     pg.get_by_text(REFUSAL).first.wait_for()
+    if reason:
+        pg.get_by_text(f"{REFUSAL} {reason}").first.wait_for()
     pg.get_by_text(CLOSEST).first.wait_for()
     pg.get_by_text(filename).first.wait_for()
     pg.screenshot(path=str(shot), full_page=True)
 
 
-def see_caution(pg: Any, url: str, question: str, shot: Path) -> None:
+def see_caution(pg: Any, url: str, question: str, shot: Path, reason: str | None = None) -> None:
     """Asks `question` with the knowledge base and finds the gate's caution as the analyst does: first without a
-    click, the French caution line above the reply (a screenshot of it), still there when the chat is loaded
-    again; then under the reply, the "N Sources" button opens the list of sources, where the caution is a
-    source of its own whose modal holds the line and the model's instruction; a screenshot with the modal open."""
+    click, the French caution line above the reply (followed by `reason`, the subject no document names, when
+    given; a screenshot of it), still there when the chat is loaded again; then under the reply, the "N Sources"
+    button opens the list of sources, where the caution is a source of its own whose modal holds the line and
+    the model's instruction; a screenshot with the modal open."""
     ask_with_knowledge(pg, url, question)
-    line = pg.locator(".status-description", has_text=CAUTION_LINE).last
+    line = pg.locator(".status-description", has_text=f"{CAUTION_LINE} {reason}" if reason else CAUTION_LINE).last
     line.wait_for()
     pg.screenshot(path=str(shot.with_name(shot.stem + "-line.png")), full_page=True)
     # Kept with the chat: the same page loaded again (as tomorrow, from the chat list) still shows it.
@@ -138,7 +156,7 @@ def see_caution(pg: Any, url: str, question: str, shot: Path) -> None:
     chip = pg.locator("button", has_text=CAUTION_SOURCE).first
     chip.wait_for()
     chip.click()
-    modal = pg.get_by_role("dialog").filter(has_text=CAUTION_LINE)
+    modal = pg.get_by_role("dialog").filter(has_text=f"{CAUTION_LINE} {reason}" if reason else CAUTION_LINE)
     modal.wait_for()
     pg.screenshot(path=str(shot), full_page=True)
     modal.get_by_role("button", name="Close citation modal").click()

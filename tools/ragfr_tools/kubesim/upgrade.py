@@ -230,7 +230,8 @@ def run(*, prefix: str, previous: str | None = None, workdir: Path | None = None
     new = [m for m in after if m not in before]
     if not new or before != [m for m in after if m in before]:
         problems.append(f"migrations before {before}, after {after}: the upgrade applied none")
-    if lacking and sorted(m.split()[0] for m in new) != sorted(n.split("_")[0] for n in lacking.split(", ")):
+    # ragfr_schema_migrations holds the version as a number and the name without it: 17 / scrub_reserved_metadata.
+    if lacking and sorted(f"{int(m.split()[0]):04d}_{m.split()[1]}" for m in new) != sorted(lacking.split(", ")):
         problems.append(f"the upgrade applied {new}, the previous release lacked {lacking}")
     for what in ("knowledge bases", "files", "query"):
         if still[what] != stored[what]:

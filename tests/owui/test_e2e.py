@@ -21,8 +21,17 @@ import pytest
 
 from ragfr.analysis.french import query_terms
 from ragfr.gate.rank import GateConfig
-from ragfr.owui.runtime.chat_gate import CLOSEST, REFUSAL
-from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE
+from ragfr.owui.runtime.chat_gate import CAUTION_LINE, CLOSEST, REFUSAL
+from ragfr_tools.fixtures import (
+    ANSWERABLE,
+    FILENAME,
+    OFF_DOMAIN,
+    TERMITES,
+    TERMITES_REASON,
+    THEFT_SENTENCE,
+    UNSURE,
+    UNSURE_REASON,
+)
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 
 from .stack import Server, answer_text, ask, call, knowledge_base, passages
@@ -120,6 +129,31 @@ def test_off_domain_question_is_refused_without_a_model_call(contract: tuple[Ser
     assert moved(REFUSALS) == 1 and moved(GRANTS) == 0, moved
     assert moved(SEARCHES_OK) == len(searches)
 
+
+
+def test_a_subject_the_contract_never_names_is_told_in_french(contract: tuple[Server, str, str]) -> None:
+    """Issue 47 item 4 through Open WebUI: « termites » is in no chunk (a strong absence): the e5 gate's caution
+    becomes a refusal whose reply names it, with no model call; « voiture » neither: the gate's answer becomes a
+    caution, the model is called once and the caution source and the gate log carry the sentence."""
+    server, token, kb = contract
+    chats_before = server.double.chat_requests()
+    answer = answer_text(ask(server, token, TERMITES, kb))
+    gate = server.log_events("gate")[-1]
+    print("termites:", answer, gate)
+    assert server.double.chat_requests() == chats_before, "a refusal reached the model"
+    assert answer.startswith(f"{REFUSAL} {TERMITES_REASON}\n\n{CLOSEST}"), answer
+    assert (gate["decision"], gate["subject_changed"], gate["reason_fr"]) == (
+        "refuse", "caution -> refuse", TERMITES_REASON), gate
+    assert gate["absent_subject"]["subject"] == "termites" and gate["absent_subject"]["strong"] is True
+
+    reply = ask(server, token, UNSURE, kb)
+    gate = server.log_events("gate")[-1]
+    print("car:", answer_text(reply), gate)
+    assert server.double.chat_requests() == chats_before + 1
+    assert (gate["decision"], gate["subject_changed"], gate["reason_fr"]) == (
+        "caution", "answer -> caution", UNSURE_REASON), gate
+    caution = [d for d, m in passages(reply) if m.get("ragfr_gate") == "caution" and d.startswith(CAUTION_LINE)]
+    assert caution and UNSURE_REASON in caution[-1], passages(reply)
 
 def test_metrics_endpoint_serves_well_formed_text_from_the_start(owui_server: Server) -> None:
     """Served by the patched lifespan (not by the first search): every series exists, parsed as exposition text."""

@@ -38,5 +38,12 @@ OFF_DOMAIN = "Quelle est la capitale du Pérou ?"
 # gate's probability for it lies mid-way (in log-odds) between its caution and answer thresholds [0.157, 0.477]:
 # 0.288 on the chunks Open WebUI's splitter makes of CONTRACT (ragfr_tools.eval.owui_chunking, searched as the
 # chat searches; the same computation gives 0.407 for the question used before the 2026-12-06 refit, as the
-# chat's gate log showed). A refit that moves it out of the band fails tests/owui/test_browser.py's caution step.
-UNSURE = "Les dommages causés par les termites sont-ils couverts ?"
+# chat's gate log showed). Since the subject rule (ragfr.gate.subject: « termites » is in no passage, a strong
+# absence) that caution is a refusal, which names the subject.
+TERMITES = "Les dommages causés par les termites sont-ils couverts ?"
+TERMITES_REASON = "Aucun des documents joints ne mentionne « termites »."
+# What the browser test's caution step asks since the subject rule: the e5 gate alone answers it (p 0.82 on
+# ragfr's chunks of CONTRACT: the jewels' article), but no passage names a car, so it is cautioned and the
+# caution line names « voiture ». A refit that refuses it fails tests/owui/test_browser.py's caution step.
+UNSURE = "Le vol de mes bijoux dans ma voiture est-il couvert ?"
+UNSURE_REASON = "Aucun des documents joints ne mentionne « voiture »."

@@ -16,8 +16,11 @@ called; you get `grounded: false`, the scores and the threshold they missed. The
 (ragfr/gate/rank.py): the fitted evidence gate of the collection's embedding model when the package
 ships one (answer, answer with a caution line, or refuse; `rule: evidence`, docs/retrieval-quality.md),
 else RRF scores, or the cross-encoder's logits when the hits were reranked AND $RAGFR_GATE_CE_EVIDENCE
-holds a calibrated threshold (docs/runbooks/calibrate-relevance-threshold.md). `ragfr gate check` prints
-the decision for a file of questions without calling any model.
+holds a calibrated threshold (docs/runbooks/calibrate-relevance-threshold.md). When a head noun of the
+question's subject is in no passage of the collections, an answer becomes a caution and a caution a refusal,
+and the French sentence naming it (« Aucun des documents joints ne mentionne « … ». ») is printed first
+(`evidence.reason_fr` with --json). `ragfr gate check` prints the decision for a file of questions without
+calling any model.
 
 No cross-encoder by default (the fused top -k, 10, go to the gate): the French one trained here ranks below
 RRF and costs ~2.4 s a question (docs/retrieval-quality.md, "Cross-encoder"). --rerank turns it on, as in

@@ -19,6 +19,7 @@ from ragfr.owui.runtime.chat_gate import (
     CLOSEST,
     METADATA_KEY,
     REFUSAL,
+    caution_line,
     caution_status,
     gate,
     refusal_response,
@@ -139,7 +140,8 @@ def test_a_subject_no_document_names_cautions_an_answer_and_the_analyst_reads_wh
     assert (decision["decision"], decision["subject_changed"], decision["reason_fr"]) == (
         "caution", "answer -> caution", PV)
     assert decision["reason"].endswith(PV) and decision["absent_subject"]["subject"] == "panneaux photovoltaïques"
-    assert caution_status(metadata)["data"]["description"] == f"{CAUTION_LINE} {PV}"
+    assert caution_status(metadata)["data"]["description"] == (
+        "Prudence : aucun des documents joints ne mentionne « panneaux photovoltaïques ».")
     assert out[-1]["document"][0].startswith(f"{CAUTION_LINE} {PV} ") and out[-1]["document"][0].endswith(
         CAUTION[len(CAUTION_LINE):])
     assert out[-1]["metadata"][0]["ragfr_gate_reason"].endswith(PV)
@@ -161,7 +163,7 @@ def test_a_weak_absence_changes_nothing_and_only_explains_a_caution(monkeypatch)
     assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["reason_fr"] is None
     _, metadata = run([with_absence(source(1.0), absent_json(strong=False))])
     assert (metadata[METADATA_KEY]["decision"], metadata[METADATA_KEY]["reason_fr"]) == ("caution", PV)
-    assert caution_status(metadata)["data"]["description"] == f"{CAUTION_LINE} {PV}"
+    assert caution_status(metadata)["data"]["description"] == caution_line(PV)
 
 
 def test_several_searches_read_the_most_favourable_absence_and_only_the_searchs_own(monkeypatch) -> None:

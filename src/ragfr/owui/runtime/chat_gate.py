@@ -343,9 +343,18 @@ def caution_status(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     decision = (metadata or {}).get(METADATA_KEY)
     if not isinstance(decision, dict) or decision.get("decision") != Outcome.CAUTION.value:
         return None
-    why = decision.get("reason_fr")  # the subject no document names, when the gate knows it
-    line = f"{CAUTION_LINE} {why}" if isinstance(why, str) and why else CAUTION_LINE
+    why = decision.get("reason_fr")
+    line = caution_line(why if isinstance(why, str) else None)
     return {"type": "status", "data": {"action": "ragfr_caution", "description": line, "done": True}}
+
+
+def caution_line(reason_fr: str | None) -> str:
+    """The status line above a cautioned reply: CAUTION_LINE, or when the gate knows why (the subject no document
+    names) that reason itself, short enough that Open WebUI's one-line status shows the subject unclipped:
+    « Prudence : aucun des documents joints ne mentionne « voiture ». »."""
+    if not reason_fr:
+        return CAUTION_LINE
+    return f"Prudence : {reason_fr[:1].lower()}{reason_fr[1:]}"
 
 
 async def show_caution(metadata: dict[str, Any] | None,

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.support.paths import REPO
 
-from ragfr.owui.runtime.chat_gate import CAUTION_LINE, CAUTION_SOURCE, CLOSEST, REFUSAL
+from ragfr.owui.runtime.chat_gate import CAUTION_LINE, CAUTION_SOURCE, CLOSEST, REFUSAL, caution_line
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -141,13 +141,15 @@ def see_refusal(pg: Any, url: str, question: str, filename: str, shot: Path, rea
 
 def see_caution(pg: Any, url: str, question: str, shot: Path, reason: str | None = None) -> None:
     """Asks `question` with the knowledge base and finds the gate's caution as the analyst does: first without a
-    click, the French caution line above the reply (followed by `reason`, the subject no document names, when
-    given; a screenshot of it), still there when the chat is loaded again; then under the reply, the "N Sources"
+    click, the French caution line above the reply (`reason` in its place, the subject no document names, when
+    given, shown whole; a screenshot of it), still there when the chat is loaded again; then under the reply, the "N Sources"
     button opens the list of sources, where the caution is a source of its own whose modal holds the line and
     the model's instruction; a screenshot with the modal open."""
     ask_with_knowledge(pg, url, question)
-    line = pg.locator(".status-description", has_text=f"{CAUTION_LINE} {reason}" if reason else CAUTION_LINE).last
+    line = pg.locator(".status-description", has_text=caution_line(reason)).last
     line.wait_for()
+    # Open WebUI clamps the status to one line: the subject must be on screen, not behind an ellipsis.
+    assert line.evaluate("e => e.scrollWidth <= e.clientWidth"), line.inner_text()
     pg.screenshot(path=str(shot.with_name(shot.stem + "-line.png")), full_page=True)
     # Kept with the chat: the same page loaded again (as tomorrow, from the chat list) still shows it.
     pg.reload(wait_until="load")

@@ -7,13 +7,19 @@ through the page's file chooser, then two new chats, each attaching the knowledg
                                                     beside each passage is ragfr's (ragfr.gate.relevance: the
                                                     gate's p for the top passage), the theft passage's far from
                                                     single digits (it read « 3.28 % » when it was the RRF score);
-  - "Quelle est la capitale du Pérou ?"           -> the gate's French refusal with the closest passages and
-                                                    their file names, zero chat requests;
-  - "Les dommages causés par les termites sont-ils couverts ?"
-                                                  -> near the contract's topic but not in it: the shipped e5
-                                                    gate is unsure, so the model is called once and the
-                                                    analyst reads the French caution line above the reply
-                                                    without a click, and again in the caution chip's modal.
+  - "Quelle est la capitale du Pérou ?"           -> the gate's French refusal, then why (« Aucun des documents
+                                                    joints ne mentionne « capitale du Pérou ». »), the closest
+                                                    passages and their file names, zero chat requests;
+  - "Le vol de mes bijoux dans ma voiture est-il couvert ?"
+                                                  -> the jewels' article, but no passage names a car: the
+                                                    shipped e5 gate alone answers it, the subject rule
+                                                    (ragfr.gate.subject) makes it a caution, so the model is
+                                                    called once and the analyst reads the French caution line
+                                                    and why (« ... ne mentionne « voiture ». ») above the
+                                                    reply without a click, and again in the caution chip's
+                                                    modal. (The caution question was « termites » until the
+                                                    subject rule: « termites » is in no passage, so its
+                                                    caution is now a refusal naming them: tests/owui/test_e2e.py.)
 Screenshots: .state/browser/answered.png, refused.png, caution-line.png and caution.png (look at them).
 
 The browser and the journey's steps: tests/owui/browser.py (the system chromium; pages awaited on `load` and
@@ -32,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE, UNSURE
+from ragfr_tools.fixtures import ANSWERABLE, FILENAME, OFF_DOMAIN, THEFT_SENTENCE, UNSURE, UNSURE_REASON
 from ragfr_tools.fixtures import CONTRACT as DOCUMENT
 
 from .browser import SHOTS, ask_with_knowledge, chromium_page, create_knowledge_base, see_caution, see_refusal, sign_up
@@ -105,12 +111,14 @@ def test_analyst_in_chromium_gets_a_cited_answer_a_refusal_and_a_caution(server:
     assert right >= 10.0, (right, gate)
 
     before = server.double.chat_requests()
-    see_refusal(page, server.url, OFF_DOMAIN, FILENAME, SHOTS / "refused.png")
+    see_refusal(page, server.url, OFF_DOMAIN, FILENAME, SHOTS / "refused.png",
+                reason="Aucun des documents joints ne mentionne « capitale du Pérou ».")
     assert server.double.chat_requests() - before == 0
     assert server.log_events("gate")[-1]["decision"] == "refuse"
 
     before = server.double.chat_requests()
-    see_caution(page, server.url, UNSURE, SHOTS / "caution.png")
+    see_caution(page, server.url, UNSURE, SHOTS / "caution.png", reason=UNSURE_REASON)
     assert server.double.chat_requests() - before == 1
     gate = server.log_events("gate")[-1]
     assert gate["decision"] == "caution" and gate["rule"] == "evidence", gate
+    assert (gate["subject_changed"], gate["reason_fr"]) == ("answer -> caution", UNSURE_REASON), gate

@@ -518,7 +518,10 @@ def check_make(w: Walk, c: Command) -> bool:
             (c.where(), done.stderr)
         return True
     if target == "chart-render":
-        done = subprocess.run(["make", "-s", "-C", str(REPO), "chart-render", f"EXAMPLE={assigns['EXAMPLE']}"],
+        # EXAMPLE= an example of the chart; VALUES= the operator's files as the walk has written them so far
+        given = (f"EXAMPLE={assigns['EXAMPLE']}" if "EXAMPLE" in assigns
+                 else "VALUES=" + " ".join(str(w.values_file(f)) for f in assigns["VALUES"].split()))
+        done = subprocess.run(["make", "-s", "-C", str(REPO), "chart-render", given],
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (c.where(), done.stderr[-2000:])
         kinds = {d["kind"] for d in yaml.safe_load_all(done.stdout) if d}

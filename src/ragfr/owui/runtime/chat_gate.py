@@ -68,8 +68,9 @@ UNAVAILABLE = {
     "failed": "La recherche dans les documents joints a échoué : aucune réponse n'a été produite. Réessayez ; "
               "si l'erreur persiste, signalez-la à l'administrateur.",
     # The database does not answer (ragfr.owui.runtime.native: refused or lost connections), not a full queue.
-    "unavailable": "La base des documents joints ne répond pas pour le moment : aucune réponse n'a été produite. "
-                   "Réessayez dans quelques minutes ; si l'erreur persiste, signalez-la à l'administrateur.",
+    "unavailable": "La recherche dans les documents joints est indisponible : leur base de données ne répond pas. "
+                   "Aucune réponse n'a été produite. Réessayez dans quelques minutes ; si l'erreur persiste, "
+                   "signalez-la à l'administrateur.",
     "refused": "Cette question ne peut pas être recherchée dans les documents joints telle qu'elle est écrite "
                "(vide, trop longue ou contenant un caractère invalide) : reformulez-la.",
 }

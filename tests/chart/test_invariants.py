@@ -350,7 +350,8 @@ def test_cnpg_cluster_runs_our_image_with_the_extensions() -> None:
     cluster = one(docs, "Cluster", "-db")
     assert cluster["apiVersion"] == "postgresql.cnpg.io/v1"
     # The operator's my-values.yaml says the images were imported (tests/support/chart.py): never pulled.
-    assert cluster["spec"]["imageName"] == "localhost/ragfr/ragdb:0.1.0"
+    app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert cluster["spec"]["imageName"] == f"localhost/ragfr/ragdb:{app_version}"
     assert cluster["spec"]["imagePullPolicy"] == "Never"
     assert cluster["spec"]["bootstrap"]["initdb"]["owner"] == "ragfr"
     assert set(cluster["spec"]["bootstrap"]["initdb"]["postInitApplicationSQL"]) == {

@@ -58,3 +58,20 @@ def test_fitted_gate_reads_its_probability() -> None:
     features = dict.fromkeys(FEATURES, 0.5) | {"cos1": 0.9, "rrf1": 1.0}
     assert relevance.search_evidence(E5, features) == gate.probability(features)
     assert gate.decide(features)[1] == relevance.search_evidence(E5, features)
+
+
+def test_a_subject_no_document_names_caps_what_the_analyst_reads() -> None:
+    """A strong absence lowers the verdict (ragfr.gate.rank.with_subject) whatever p says: the passages beside
+    « aucun des documents joints ne mentionne … » never read above the cap, and a weaker reading is kept."""
+    gate = fitted.load(E5)
+    assert gate is not None
+    # a search whose best passage holds every word of the question, first in both arms
+    sure = {"cos1": 0.9, "cos3": 0.88, "cos_margin": 0.03, "cos_spread": 0.1, "bm25_rel": 0.8, "bm25_margin": 0.3,
+            "idf_cover1": 1.0, "idf_cover3": 1.0, "rare_cover3": 1.0, "absent_idf": 0.0, "agree_sem_in_lex": 1.0,
+            "agree_lex_in_sem": 1.0, "overlap5": 0.6, "rrf1": 1.0, "n_terms": 1.6}
+    assert set(sure) == set(FEATURES)
+    p = relevance.search_evidence(E5, sure)
+    assert p > relevance.SUBJECT_ABSENT_CAP
+    assert relevance.search_evidence(E5, sure, subject_absent=True) == relevance.SUBJECT_ABSENT_CAP
+    weak = dict.fromkeys(FEATURES, 0.0) | {"rrf1": 0.3}
+    assert relevance.search_evidence("ollama:no-fit-here", weak, subject_absent=True) == pytest.approx(0.3)

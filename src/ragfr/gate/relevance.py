@@ -16,6 +16,10 @@ fused score keeps it (a) in [0, 1], (b) non-increasing along ragfr's fused order
 stable), so the passages that reach the model do not change; (c) equal to p for the top passage of a search.
 After a cross-encoder reorders the hits (`ragfr search --rerank`) the fused ratio is capped by the passages
 before it (a running minimum), so the value never rises down the list either.
+
+When the question's subject is named by no searched document (a strong absence, ragfr.gate.subject), the
+gate lowers its verdict whatever p says; the evidence shown is then at most SUBJECT_ABSENT_CAP, so that a
+caution « aucun des documents joints ne mentionne … » never sits beside a passage read as 75 % relevant.
 """
 
 from __future__ import annotations
@@ -25,12 +29,21 @@ from collections.abc import Mapping, Sequence
 from ragfr.errors import ConfigError
 from ragfr.gate import fitted
 
+SUBJECT_ABSENT_CAP = 0.5  # an analyst reads 50 % as "no better than even": the verdict was lowered
 
-def search_evidence(embedding_model: str | None, evidence: Mapping[str, float]) -> float:
+
+def search_evidence(embedding_model: str | None, evidence: Mapping[str, float], *,
+                    subject_absent: bool = False) -> float:
     """The search's evidence in [0, 1]: the fitted gate's p for `embedding_model` when one decides for it (as
     ragfr.gate.rank.decide chooses), else the `rrf1` feature the rank rule reads. A calibration that cannot be
     read at all (ConfigError) is the decision's to report (the chat refuses, `ragfr ask` fails); the search
-    still shows the rank rule's reading rather than fail for it."""
+    still shows the rank rule's reading rather than fail for it. `subject_absent`: a strong absence lowers
+    the verdict, so the reading is capped at SUBJECT_ABSENT_CAP."""
+    value = _reading(embedding_model, evidence)
+    return min(value, SUBJECT_ABSENT_CAP) if subject_absent else value
+
+
+def _reading(embedding_model: str | None, evidence: Mapping[str, float]) -> float:
     try:
         model_gate = fitted.load(embedding_model) if embedding_model else None
     except ConfigError:

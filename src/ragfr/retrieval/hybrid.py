@@ -178,11 +178,12 @@ def _search(conn: psycopg.Connection[Any], req: _Request) -> SearchResult:
         terms, stats, {a.evidence: features.ArmList(ran[a.name].ids, ran[a.name].scores)
                        for a in req.arms if a.evidence and a.name in ran},
         [h.text for h in hits], fused[0][1] if fused else None, config.rrf_k, n_arms=len(ran))
-    shown_relevance = relevance.passages(relevance.search_evidence(space.model, evidence),
-                                         [h.rrf_score for h in hits], fused[0][1] if fused else None)
+    absence = absent_subject(subjects, stats.df, [h.text for h in hits])
+    shown_evidence = relevance.search_evidence(space.model, evidence,
+                                               subject_absent=absence is not None and absence.strong)
+    shown_relevance = relevance.passages(shown_evidence, [h.rrf_score for h in hits], fused[0][1] if fused else None)
     for hit, value in zip(hits, shown_relevance, strict=True):
         hit.relevance = value
-    absence = absent_subject(subjects, stats.df, [h.text for h in hits])
     timings["total"] = elapsed_ms(started)
     settings.update(_settings(req, space, terms))
     reports = {name: r.report for name, r in ran.items()}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import tarfile
 import tempfile
@@ -25,6 +24,7 @@ import pytest
 import yaml
 from tests.support.chart import CHART, render
 from tests.support.paths import REPO
+from tests.support.registry import loopback_registry
 
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
 NAMES = ("ragdb", "ragfr", "owui-init")
@@ -105,37 +105,10 @@ def test_ids_are_the_local_images(built: dict[str, str]) -> None:
     assert out.splitlines() == [f"localhost/ragfr/{n}:{APP_VERSION} {built[n]}" for n in built]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture()
 def registry(tmp_path: Path) -> Iterator[str]:
-    binary = shutil.which("docker-registry")
-    assert binary, "docker-registry is not installed (make setup-apt installs it from bookworm)"
-    port = free_port()
-    config = tmp_path / "registry.yml"
-    config.write_text(
-        "version: 0.1\nlog: {level: warn}\n"
-        f"storage: {{filesystem: {{rootdirectory: {tmp_path / 'registry-data'}}}}}\n"
-        f"http: {{addr: 127.0.0.1:{port}}}\n")
-    proc = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    address = f"127.0.0.1:{port}"
-    # A hang guard, not a speed check: generous, since scripts/test.sh runs another lane beside this one.
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            urllib.request.urlopen(f"http://{address}/v2/", timeout=2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, "docker-registry exited before answering"
-            assert time.monotonic() < deadline, "docker-registry did not answer in 180 s"
-            time.sleep(0.2)
-    yield address
-    proc.terminate()
-    proc.wait(timeout=10)
+    with loopback_registry(tmp_path) as address:
+        yield address
 
 
 def registry_digest(address: str, repository: str, tag: str) -> str:

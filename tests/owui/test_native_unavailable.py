@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import psycopg
 import pytest
@@ -22,7 +21,7 @@ from tests.support.tcp_cut import relayed
 from ragfr.owui.runtime import native
 from ragfr.owui.runtime.errors import SearchUnavailable
 
-from .test_native_limits import MODEL, _Result, _Session
+from .test_native_limits import MODEL, _search
 
 
 @pytest.fixture
@@ -36,13 +35,6 @@ def dsn(migrated_db: MigratedDb) -> Iterator[str]:
     for p in list(native._pools.values()):
         p.close()
     native._pools.clear()
-
-
-def _search(dsn: str) -> Any:
-    return native.hybrid_search(
-        _Session(dsn), _Result, collection_name="kb", query="déclarer un sinistre", vectors=[[1.0, 0.5, 1.0, 0.2]],
-        filter=None, limit=5, hybrid_bm25_weight=0.5, encrypted=False,
-    )
 
 
 def test_a_database_that_refuses_connections_is_unavailable_not_busy(dsn: str, monkeypatch) -> None:

@@ -44,7 +44,7 @@ kubeconfig_present() {
 # Why kubeconfig_present said no, in the words of one refusal line.
 kubeconfig_absence() {
   if [[ "${K3S_KUBECONFIG_UNREADABLE:-0}" == 1 ]]; then
-    echo "no readable kubeconfig: this user may not read k3s's $K3S_KUBECONFIG (k3s writes it for root only), and there is no KUBECONFIG file nor ~/.kube/config; run as root (sudo make ...) or copy it to ~/.kube/config (docs/install.md, \"Kubeconfig from the k3s server\")"
+    echo "no readable kubeconfig: this user may not read k3s's $K3S_KUBECONFIG (k3s writes it for root only), and there is no KUBECONFIG file nor ~/.kube/config; run as root (sudo make ...) or copy it to ~/.kube/config (docs/reference/kubeconfig.md, \"Kubeconfig from the k3s server\")"
   else
     echo "no Kubernetes cluster configured (no KUBECONFIG file, no ~/.kube/config, no $K3S_KUBECONFIG, not in a pod)"
   fi

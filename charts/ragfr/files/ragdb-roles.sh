@@ -1,5 +1,5 @@
 #!/bin/sh
-# The login roles of the chart's internal ragdb besides the owners (docs/install.md, "Database roles"), made or
+# The login roles of the chart's internal ragdb besides the owners (docs/reference/configuration.md, "Database roles"), made or
 # brought in line on EVERY run of the migrations Job by the superuser, so an upgrade from a release without
 # them gets them and a changed password in the Secret takes effect:
 #   APP_USER      Open WebUI's role in ragfr's database: LOGIN and nothing else here; its table privileges

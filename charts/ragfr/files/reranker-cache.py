@@ -46,7 +46,7 @@ def checked_revision(source: str | None, revision: str) -> str:
     if source == "download" and not COMMIT.fullmatch(revision):
         sys.exit(f"reranker-cache: RERANKER_REVISION={revision!r} is not a commit sha (40 lowercase hex digits): "
                  f"set openwebui.reranker.revision to the commit of {os.environ['RAG_RERANKING_MODEL']} to "
-                 "download (docs/install.md, 'The reranker')")
+                 "download (docs/reference/reranker.md, 'The reranker')")
     return revision
 
 

@@ -70,7 +70,7 @@ values (database.external.*, openwebui.ingress.host).
 {{- fail "ollama.enabled=false needs ollama.externalUrl (the Ollama serving embeddings and chat)" -}}
 {{- end -}}
 {{- if and (eq $v.openwebui.reranker.source "download") (not $v.openwebui.reranker.revision) (include "ragfr.openwebui.envMap" . | fromYaml).RAG_RERANKING_MODEL -}}
-{{- fail "openwebui.reranker.source=download needs openwebui.reranker.revision: the Hugging Face commit sha of RAG_RERANKING_MODEL to fetch (docs/install.md, \"The reranker\")" -}}
+{{- fail "openwebui.reranker.source=download needs openwebui.reranker.revision: the Hugging Face commit sha of RAG_RERANKING_MODEL to fetch (docs/reference/reranker.md, \"The reranker\")" -}}
 {{- end -}}
 {{- if and (eq $v.openwebui.reranker.source "pvc") (not $v.openwebui.reranker.existingClaim) -}}
 {{- fail "openwebui.reranker.source=pvc needs openwebui.reranker.existingClaim (a volume holding the Hugging Face cache)" -}}

@@ -9,8 +9,8 @@ several searches' absences the chat reads.
 Why only a STRONG absence changes a verdict: a head noun of the subject held by no passage of the searched
 collections means nothing there is about it; a missing modifier (« panneaux photovoltaïques » where
 « panneaux » is found) or a phrase missing from the top passages only also flags a third of the answerable
-questions (typos, paraphrases: docs/retrieval-quality.md, "The subject rule"), so those only explain a caution
-or refusal the gate reached by itself.
+questions (typos, paraphrases: docs/retrieval-quality.md, "The gate on corpora it never saw"), so those only
+explain a caution or refusal the gate reached by itself.
 """
 
 from __future__ import annotations

@@ -361,7 +361,7 @@ the extra volumes: each refusal names the value to change.
 {{- fail "files/gate-features.json is missing from the chart: package it from a checkout" -}}
 {{- end -}}
 {{- if ne (toJson .features) (toJson $want) -}}
-{{- fail "openwebui.gate.calibration was fitted on another feature list than this version of ragfr computes: refit with `ragfr gate calibrate` (docs/runbooks/gate-calibration.md) and pass the values file it writes with -f" -}}
+{{- fail "openwebui.gate.calibration was fitted on another feature list than this version of ragfr computes: refit with `ragfr gate calibrate` (docs/runbooks/gate-calibration.md) and copy the openwebui.gate.calibration it writes into my-values.yaml" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -15,7 +15,7 @@ JOBS = ("migrate", "pull-models")
 # Values that concern a Job: each must give it a new name (it runs again).
 RERUN: dict[str, tuple[dict[str, Any], set[str]]] = {
     "embedding model": ({"embedding": {"model": "nomic-embed-text:v1.5", "dims": 768}}, {"migrate", "pull-models"}),
-    "ragfr image": ({"migrations": {"image": {"tag": "0.2.0"}}}, {"migrate"}),
+    "ragfr image": ({"migrations": {"image": {"tag": "9.9.9"}}}, {"migrate"}),  # never the appVersion
     "vector index": ({"migrations": {"vectorIndex": "vector"}}, {"migrate"}),
     "filter index": ({"migrations": {"filterIndexes": ["type=contrat"]}}, {"migrate"}),
     "chat model": ({"ollama": {"models": {"chat": "qwen2.5:7b"}}}, {"pull-models"}),

@@ -13,6 +13,8 @@ import yaml
 from tests.support.chart import CHART, env_of, error_line, pod_specs, render
 from tests.support.paths import REPO
 
+APP_VERSION = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
+
 D1, D2, D3 = ("sha256:" + c * 64 for c in "abc")
 # The image values of the default render (+ metrics, Redis), as paths of keys to their image object.
 IMAGES = [("ragdb",), ("ragdb", "metrics"), ("migrations",), ("ollama",), ("openwebui",), ("openwebui", "patch"),
@@ -51,7 +53,7 @@ def test_every_image_accepts_a_tag_pinned_by_digest_and_a_bare_digest() -> None:
     assert all("@" not in ref for ref in plain) and len(plain) >= len(IMAGES)
     pinned, bare = copy.deepcopy(base), copy.deepcopy(base)
     for path in IMAGES:
-        tag = _default_image(path)["tag"] or "0.1.0"  # empty: the chart's appVersion
+        tag = _default_image(path)["tag"] or APP_VERSION  # empty: the chart's appVersion
         _merge(pinned, _nest(path, {"tag": f"{tag}@{D1}"}))
         if path != ("openwebui",):  # its version check needs the tag (below)
             _merge(bare, _nest(path, {"tag": D2}))

@@ -34,6 +34,13 @@ def test_what_ships_is_recorded_under_the_chart_version() -> None:
     release.check(REPO)
 
 
+def test_the_package_says_the_chart_version() -> None:
+    import ragfr
+
+    version, _ = release.chart_versions(REPO)
+    assert ragfr.__version__ == version, "make release VERSION=x.y.z sets both; one was edited by hand"
+
+
 def test_the_changelog_has_the_released_version() -> None:
     version, _ = release.chart_versions(REPO)
     headings = re.findall(r"^## (\S+)(.*)$", CHANGELOG.read_text(), re.MULTILINE)
@@ -105,6 +112,9 @@ def test_a_new_migration_fails_the_gate_until_the_bump_and_runs_a_new_job(copy: 
     assert any(f"'## {new}' section of CHANGELOG.md" in n for n in notes), notes
     release.check(copy)
     assert release.chart_versions(copy) == (new, new)
+    # The package in the images says the release's version too (`ragfr --version` in a pod).
+    assert f'version = "{new}"' in (copy / "pyproject.toml").read_text()
+    assert f'__version__ = "{new}"' in (copy / "src" / "ragfr" / "__init__.py").read_text()
     after = rendered(copy)
     # A new Job (so it runs on `helm upgrade`), on the new image tag; every project image moved with it and
     # is pulled IfNotPresent only under a tag that changes with the content (imported: Never, same tag rule).

@@ -3,7 +3,8 @@
     python -m ragfr_tools.release check              exit 1 (one line) when what ships changed since the version in
                                                      charts/ragfr/Chart.yaml was recorded in charts/ragfr/release.json
     python -m ragfr_tools.release fingerprint        the fingerprint of what ships now
-    python -m ragfr_tools.release bump X.Y.Z         Chart.yaml version + appVersion (so every ragfr image tag) and
+    python -m ragfr_tools.release bump X.Y.Z         Chart.yaml version + appVersion (so every ragfr image tag), the
+                                                     package's version (pyproject.toml, ragfr.__version__) and
                                                      release.json: X.Y.Z must be newer; reminds to write CHANGELOG.md
     python -m ragfr_tools.release package DIR        `helm package` of the recorded release into DIR (refuses a
                                                      checkout whose content is not the recorded one)
@@ -39,6 +40,8 @@ SHIPPED = ("migrations", "src", "patches", "images", "pyproject.toml", "scripts/
 NOT_SHIPPED = (str(CHART_DIR / "examples") + "/", str(RECORD))
 VERSION_LINE = re.compile(r"^(version|appVersion):.*$", re.MULTILINE)
 SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+PACKAGE_VERSION = (("pyproject.toml", r'^version = ".*"$', 'version = "{}"'),
+                   ("src/ragfr/__init__.py", r'^__version__ = ".*"$', '__version__ = "{}"'))
 
 
 class ReleaseError(Exception):
@@ -122,6 +125,11 @@ def bump(new: str, root: Path = ROOT) -> list[str]:
     text = re.sub(r"^version:.*$", f"version: {new}", text, count=1, flags=re.MULTILINE)
     text = re.sub(r"^appVersion:.*$", f'appVersion: "{new}"', text, count=1, flags=re.MULTILINE)
     chart_yaml.write_text(text)
+    # The package the ragfr and owui-init images install says the same version (`ragfr --version` in a pod is
+    # the release's: tests/images/test_images.py checks it in the imported image).
+    for path, pattern, line in PACKAGE_VERSION:
+        target = root / path
+        target.write_text(re.sub(pattern, line.format(new), target.read_text(), count=1, flags=re.MULTILINE))
     (root / RECORD).write_text(json.dumps({"version": new, "fingerprint": fingerprint(root)}, indent=2) + "\n")
     notes = [f"release: {old} -> {new}: charts/ragfr/Chart.yaml version/appVersion, {RECORD} recorded"]
     changelog = root / "CHANGELOG.md"

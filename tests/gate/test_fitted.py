@@ -6,19 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.support.gate import gate_on
 
 from ragfr.gate import fitted
 from ragfr.gate.features import FEATURES
 from ragfr.gate.fitted import from_json, load, slug
-
-
-def gate_on(feature: str, weight: float, answer_at: float = 0.8, caution_at: float = 0.3):
-    """A gate reading one feature: p = sigmoid(weight * value) (mean 0, scale 1)."""
-    coef = [weight if f == feature else 0.0 for f in FEATURES]
-    return from_json({"embedding_model": "m", "features": list(FEATURES),
-                      "model": {"mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES), "coef": coef,
-                                "intercept": 0.0},
-                      "thresholds": {"answer_at": answer_at, "caution_at": caution_at}}, "test")
 
 
 def test_three_outcomes_at_the_thresholds() -> None:

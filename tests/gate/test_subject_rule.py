@@ -7,11 +7,10 @@ every surface logs, and survives the JSON the chat's passages carry it in."""
 from __future__ import annotations
 
 import pytest
+from tests.support.gate import gate_on
 
 from ragfr.analysis.subject import Absence, absent_subject, subject_terms
 from ragfr.gate import fitted, subject
-from ragfr.gate.features import FEATURES
-from ragfr.gate.fitted import from_json
 from ragfr.gate.rank import GateConfig, Outcome, decide, with_subject
 
 PV = "Les panneaux photovoltaïques sont-ils couverts ?"
@@ -25,14 +24,6 @@ def absence(strong: bool, where: str = "collection") -> Absence:
                            ["Les panneaux solaires sont exclus.", "Article 2.", "Article 3."])
     assert found is not None and found.where == where and found.strong is strong
     return found
-
-
-def fitted_on_cos1():
-    coef = [1.0 if f == "cos1" else 0.0 for f in FEATURES]
-    return from_json({"embedding_model": "m", "features": list(FEATURES),
-                      "model": {"mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES), "coef": coef,
-                                "intercept": 0.0},
-                      "thresholds": {"answer_at": 0.8, "caution_at": 0.3}}, "test")
 
 
 @pytest.mark.parametrize(("before", "after"), [(Outcome.ANSWER, Outcome.CAUTION), (Outcome.CAUTION, Outcome.REFUSE),
@@ -59,7 +50,7 @@ def scored(top: float) -> list[tuple[str, float | None]]:
 
 
 def test_decide_applies_it_under_the_fitted_gate(monkeypatch) -> None:
-    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: gate_on("cos1", 1.0) if model == "m" else None)
     gate = GateConfig.for_scale("rrf")
     strong = absence(strong=True)
     answered = decide(scored(0.02), gate, evidence={"cos1": 2.0}, embedding_model="m")  # p 0.88

@@ -9,9 +9,10 @@ import json
 import logging
 from typing import Any
 
+from tests.support.gate import gate_on
+
 from ragfr.gate import fitted
 from ragfr.gate.features import FEATURES
-from ragfr.gate.fitted import from_json
 from ragfr.owui.runtime import provenance
 from ragfr.owui.runtime.chat_gate import (
     CAUTION,
@@ -27,14 +28,6 @@ from ragfr.owui.runtime.chat_gate import (
 )
 
 KB = [{"type": "collection", "id": "kb1"}]
-
-
-def fitted_on_cos1():
-    coef = [1.0 if f == "cos1" else 0.0 for f in FEATURES]
-    return from_json({"embedding_model": "m", "features": list(FEATURES),
-                      "model": {"mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES), "coef": coef,
-                                "intercept": 0.0},
-                      "thresholds": {"answer_at": 0.8, "caution_at": 0.3}}, "test")
 
 
 def source(cos1: float, model: str = "m", top: float = 0.02) -> dict[str, Any]:
@@ -53,7 +46,7 @@ def run(sources: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, 
 
 
 def test_the_chat_answers_cautions_and_refuses_by_the_fitted_gate(monkeypatch) -> None:
-    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: gate_on("cos1", 1.0) if model == "m" else None)
     out, metadata = run([source(2.0)])  # p 0.88: answer, although the rank rule would refuse (top 0.02)
     assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["rule"] == "evidence"
     assert all(m["ragfr_gate_rule"] == "evidence" for m in out[0]["metadata"]) and len(out) == 1
@@ -89,7 +82,7 @@ def test_a_model_without_a_fitted_gate_falls_back_to_the_rank_rule_and_says_so(m
 
 def test_the_caution_line_goes_through_open_webuis_emitter_and_a_failed_emit_keeps_the_answer(
         monkeypatch, caplog) -> None:
-    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: gate_on("cos1", 1.0) if model == "m" else None)
     emitted: list[dict[str, Any]] = []
 
     async def emitter(event: dict[str, Any]) -> None:
@@ -134,7 +127,7 @@ def with_absence(src: dict[str, Any], value: str) -> dict[str, Any]:
 def test_a_subject_no_document_names_cautions_an_answer_and_the_analyst_reads_why(monkeypatch) -> None:
     """Issue 47 item 4 in the chat: a strong absence makes the fitted gate's answer a caution; the caution line
     above the reply, the caution source and the gate's reason carry the French sentence."""
-    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: gate_on("cos1", 1.0) if model == "m" else None)
     out, metadata = run([with_absence(source(2.0), absent_json())])  # p 0.88: answer without the rule
     decision = metadata[METADATA_KEY]
     assert (decision["decision"], decision["subject_changed"], decision["reason_fr"]) == (
@@ -148,7 +141,7 @@ def test_a_subject_no_document_names_cautions_an_answer_and_the_analyst_reads_wh
 
 
 def test_a_subject_no_document_names_refuses_a_caution_with_its_reason_in_the_reply(monkeypatch) -> None:
-    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: gate_on("cos1", 1.0) if model == "m" else None)
     _, metadata = run([with_absence(source(1.0), absent_json())])  # p 0.73: caution without the rule
     decision = metadata[METADATA_KEY]
     assert (decision["decision"], decision["subject_changed"]) == ("refuse", "caution -> refuse")
@@ -158,7 +151,7 @@ def test_a_subject_no_document_names_refuses_a_caution_with_its_reason_in_the_re
 
 
 def test_a_weak_absence_changes_nothing_and_only_explains_a_caution(monkeypatch) -> None:
-    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: gate_on("cos1", 1.0) if model == "m" else None)
     _, metadata = run([with_absence(source(2.0), absent_json(strong=False))])
     assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["reason_fr"] is None
     _, metadata = run([with_absence(source(1.0), absent_json(strong=False))])
@@ -167,7 +160,7 @@ def test_a_weak_absence_changes_nothing_and_only_explains_a_caution(monkeypatch)
 
 
 def test_several_searches_read_the_most_favourable_absence_and_only_the_searchs_own(monkeypatch) -> None:
-    monkeypatch.setattr(fitted, "load", lambda model: fitted_on_cos1() if model == "m" else None)
+    monkeypatch.setattr(fitted, "load", lambda model: gate_on("cos1", 1.0) if model == "m" else None)
     # one of Open WebUI's queries found the subject: no absence, the answer stands
     _, metadata = run([with_absence(source(2.0), absent_json()), with_absence(source(2.0), "null")])
     assert metadata[METADATA_KEY]["decision"] == "answer" and metadata[METADATA_KEY]["absent_subject"] is None

@@ -103,3 +103,32 @@ def test_every_hand_written_absent_subject_is_absent_from_the_golden_contracts()
         phrase = " ".join(lx for lx in analyze(row["absent_subject"]) if lx not in ("de", "d", "a", "la", "l"))
         assert not any(f" {phrase} " in t for t in texts), row
         assert subject_terms(row["text"]), row
+
+
+def test_participles_and_infinitives_are_verbs_by_their_place() -> None:
+    """After an auxiliary (or an unaccented « a »), a lower-case participle is the question's verb; after
+    « pour », an infinitive: neither names what the question is about (PIAF questions cautioned for
+    « conquis », « démissionné », « agir »: docs/retrieval-quality.md, "The gate on corpora it never saw")."""
+    assert _surfaces("quel pays a conquis kubilai khan?") == ["kubilai khan"]
+    assert _surfaces("Comment s’appelait le vice-maire qui a démissionné en 1929 ?") == ["vice-maire"]
+    assert _surfaces("combien de temps ai-je pour agir contre mon assureur ?") == ["temps", "assureur"]
+    # a capitalised word after « a » is a name, an accented « à » still introduces, « pour » + noun stays
+    assert _surfaces("Qui est arrivé a Paris ?") == ["Paris"]
+    assert _surfaces("Le vol à domicile est-il couvert ?") == ["vol à domicile"]
+    assert _surfaces("Une franchise pour dossier incomplet ?") == ["franchise", "dossier incomplet"]
+
+
+def test_answer_types_and_idioms_are_not_subjects() -> None:
+    assert _surfaces("Quelle est la nationalité de Richard Heber") == ["Richard Heber"]
+    assert _surfaces("Pourquoi Samir Nasri fait-il l'objet de critiques ?") == ["Samir Nasri", "critiques"]
+    assert _surfaces("Au bout de combien de temps une action est-elle prescrite ?") == ["action"]
+
+
+def test_an_everyday_word_is_held_when_the_documents_use_its_formal_equivalent() -> None:
+    """« voiture » in the question, « véhicule » in the auto contract: not a subject the documents lack. The
+    equivalents are looked up with the subject's own lexemes (one query)."""
+    subjects = subject_terms("Ma voiture est-elle couverte en cas de vol ?")
+    assert "vehicul" in subject_lexemes(subjects)
+    assert absent_subject(subjects, {"vehicul": 12, "vol": 30}, ["Le vol du véhicule est garanti."]) is None
+    lacking = absent_subject(subjects, {"vol": 30}, ["Le vol est garanti."])
+    assert lacking is not None and lacking.strong and lacking.missing == ("voitur",)

@@ -68,11 +68,30 @@ nombre quantite montant montants prix cout taux pourcentage part taille hauteur 
 materiau matiere difference particularite caracteristique caracteristiques principe objectif definition
 sens signification exemple exemples moyen moyens maniere facon methode etape etapes consequence
 consequences effet effets idee idees premier premiere dernier derniere
+nationalite nationalites specialite specialites discipline statut rang grade theme themes sujet sujets
+objet objets contenu composition evolution importance avantage avantages inconvenient inconvenients
+resultat resultats score
 """.split())
 _OBJECT_ARTICLES = frozenset({"le", "la", "l", "les", "un", "une", "mon", "ma", "mes", "son", "sa", "ses",
                               "leur", "leurs", "ce", "cet", "cette", "ces"})
 # A word that ends an idiom rather than naming anything: « pris en charge », « à partir de ».
-_IDIOM_TAILS = frozenset({("en", "charge"), ("a", "partir")})
+_IDIOM_TAILS = frozenset({("en", "charge"), ("a", "partir"), ("au", "bout"), ("a", "bout")})
+# After an auxiliary (or an unaccented « a », typed for « à » as often as it is the verb), a lower-case past
+# participle or infinitive is a verb: « Qui a conquis… », « qui a démissionné », « a été condamné »,
+# « delai a respecter ».
+_AUXILIARIES = frozenset("a ai as avons avez ont avait avaient eu ete est sont etait etaient fut furent sera "
+                         "seront aura auront".split())
+_VERB_ENDINGS = ("é", "ée", "és", "ées", "i", "ie", "is", "ise", "it", "u", "ue", "us", "ert", "erte", "int",
+                 "er", "ir")
+# « pour agir », « sans payer »: an infinitive right after these is not a noun phrase (« -ier » and « -yer »
+# are left out: « pour dossier », « sans loyer » name things).
+_BEFORE_INFINITIVE = frozenset({"pour", "sans"})
+# Everyday words and the words contracts use for the same thing: a question about « ma voiture » is about the
+# « véhicule » of the auto contract. Read only by the collection-wide check (a head noun no passage holds);
+# short on purpose: a thesaurus would also hide subjects that really are absent (the near-domain sets of
+# docs/retrieval-quality.md, "The gate on corpora it never saw").
+_EQUIVALENT_WORDS = (("voiture", "vehicule", "automobile", "auto"),
+                     ("maison", "habitation", "logement", "domicile"))
 # A pronoun after a hyphen marks the word before it as an inverted verb: « prévoit-il », « fera-t-on ».
 _INVERTED = re.compile(r"-(?:t-)?(?:il|elle|ils|elles|on|je|tu|nous|vous)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
@@ -119,6 +138,17 @@ class _Token:
     verb: bool  # followed by an inverted pronoun
 
 
+def _verb_after(prev: _Token, surface: str) -> bool:
+    """`surface` is a participle or an infinitive by its place: after an auxiliary, or an infinitive after
+    « pour » / « sans » (lower case only: a capital is a name)."""
+    word = surface.lower()
+    if word != surface or len(word) < 4:
+        return False
+    if prev.surface.lower() == "a" or (prev.folded in _AUXILIARIES and prev.folded != "a"):
+        return word.endswith(_VERB_ENDINGS)
+    return prev.folded in _BEFORE_INFINITIVE and word.endswith(("er", "ir")) and not word.endswith(("ier", "yer"))
+
+
 def _tokens(question: str) -> list[_Token]:
     stops = stop_words()
     out: list[_Token] = []
@@ -126,7 +156,7 @@ def _tokens(question: str) -> list[_Token]:
         surface = m.group(0)
         folded = fold(surface).lower()
         joiner = surface.lower() if surface.lower() == "à" else folded
-        verb = bool(_INVERTED.match(question, m.end()))
+        verb = bool(_INVERTED.match(question, m.end())) or (bool(out) and _verb_after(out[-1], surface))
         if out and (out[-1].folded, folded) in _IDIOM_TAILS:
             kind: Literal["intro", "joiner", "content", "stop"] = "stop"
         elif joiner in _JOINERS or folded in _JOINER_ARTICLES or folded in _INTRODUCERS:
@@ -198,13 +228,32 @@ def subject_terms(question: str) -> list[Subject]:
     return list(seen.values())
 
 
+def _equivalents() -> dict[str, tuple[str, ...]]:
+    groups = [tuple(dict.fromkeys(lx for w in g if (lx := lexeme(w)))) for g in _EQUIVALENT_WORDS]
+    return {lx: g for g in groups for lx in g}
+
+
+_EQUIVALENTS = _equivalents()
+
+
 def subject_lexemes(subjects: Sequence[Subject]) -> list[str]:
-    return list(dict.fromkeys(lx for s in subjects for lx in s.lexemes))
+    """Every lexeme to look up: the subjects' own, and the equivalents of their head nouns."""
+    own = [lx for s in subjects for lx in s.lexemes]
+    return list(dict.fromkeys([*own, *(e for s in subjects for h in s.heads() for e in _EQUIVALENTS.get(h, ()))]))
+
+
+def _held_anywhere(head: str, df: Mapping[str, int]) -> bool:
+    return any(df.get(lx, 0) > 0 for lx in _EQUIVALENTS.get(head, (head,)))
+
+
+def _canonical(lx: str) -> str:
+    return _EQUIVALENTS.get(lx, (lx,))[0]
 
 
 def _held(lexemes: tuple[str, ...], passage: Sequence[str]) -> tuple[str, ...]:
-    """The lexemes of a phrase that `passage` (its lexemes in order) does not hold within one window of
-    len(phrase) + WINDOW_SLACK words; () when it holds them all there."""
+    """The lexemes of a phrase that `passage` (its lexemes in order, equivalents made one) does not hold
+    within one window of len(phrase) + WINDOW_SLACK words; () when it holds them all there."""
+    lexemes = tuple(_canonical(lx) for lx in lexemes)
     want = set(lexemes)
     present = want & set(passage)
     if present != want:
@@ -235,14 +284,14 @@ def absent_subject(subjects: Sequence[Subject], df: Mapping[str, int], top_texts
     any word no passage holds, else the first that none of the `top` best passages holds (_checked), else
     None."""
     for s in subjects:
-        heads = tuple(h for h in s.heads() if df.get(h, 0) == 0)
+        heads = tuple(h for h in s.heads() if not _held_anywhere(h, df))
         if heads:
             return Absence(s, "collection", heads, strong=True)
     for s in subjects:
-        missing = tuple(lx for lx in s.lexemes if df.get(lx, 0) == 0)
+        missing = tuple(lx for lx in s.lexemes if not _held_anywhere(lx, df))
         if missing:
             return Absence(s, "collection", missing)
-    passages = [analyze(t) for t in top_texts[:top]]
+    passages = [[_canonical(lx) for lx in analyze(t)] for t in top_texts[:top]]
     if not passages:
         return None
     for s in subjects:

@@ -49,7 +49,7 @@ from typing import Any
 
 from ragfr.analysis.folding import fold
 from ragfr.analysis.french import analyze, query_terms
-from ragfr.analysis.subject import absent_subject, subject_terms
+from ragfr.analysis.subject import absent_subject, subject_lexemes, subject_terms
 from ragfr.eval.beir import Dataset, Query, load_dataset, read_qrels
 from ragfr_tools.eval.gate_calibration import unanswerable_questions
 from ragfr_tools.eval.gate_collect import answer_in, answer_spans, side_of
@@ -416,6 +416,33 @@ def errors(rows: list[dict[str, Any]], gate: Any, which: str, limit: int = 10) -
     return out
 
 
+def complete_df(rows: list[dict[str, Any]], dsn: str, model: str) -> int:
+    """Read from the database the document frequencies a replayed subject rule needs that a row lacks (rows
+    keep every lexeme of their question; a newer rule may also look up equivalents of its head nouns).
+    Returns how many lexemes were read."""
+    import psycopg
+
+    _, _, features = _gate_modules()
+    model_part = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")[:32]
+    want: dict[str, set[str]] = {}
+    for r in rows:
+        if r["kind"] != "probe":
+            want.setdefault(r["target"], set()).update(
+                lx for lx in subject_lexemes(subject_terms(r["text"])) if lx not in r["df"])
+    got: dict[str, dict[str, int]] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        names = [str(n) for (n,) in conn.execute("SELECT DISTINCT collection_name FROM ragfr_term_stats")]
+        for target, lexemes in want.items():
+            match = [n for n in names if n.startswith(f"eval-{target[:24]}-{model_part}-")]
+            if len(match) != 1:
+                raise SystemExit(f"gate_corpora: {len(match)} collections for {target!r} in the database")
+            got[target] = features.term_stats(conn, match, sorted(lexemes), 1).df if lexemes else {}
+    for r in rows:
+        if r["kind"] != "probe":
+            r["df"] = {**{lx: got[r["target"]].get(lx, 0) for lx in want[r["target"]]}, **r["df"]}
+    return sum(len(v) for v in want.values())
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -440,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     if args.reuse:
         rows = read_rows(rows_path)
+        if args.dsn:
+            say(f"{complete_df(rows, args.dsn, args.model)} document frequencies read for the replayed rule")
         for r in rows:
             r["absent"] = absence_of(r)
     else:

@@ -1,6 +1,6 @@
 """A calibration fitted on another feature list that reaches a running process anyway (issue 47 item 6): logged
 once with the refit command, counted by ragfr_gate_calibration_refused, set aside: the shipped coefficients of
-its model decide (the rank rule where none ship) and every decision's reason says so, in the chat's gate log
+its model decide (the model-free gate where none ship) and every decision's reason says so, in the chat's gate log
 too. Never the ConfigError that made the chat refuse every question; a value that is no calibration at all
 stays an error (tests/gate/test_fitting.py)."""
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
+from tests.support.gate import hide_model_free_gate
 
 from ragfr import metrics
 from ragfr.gate import fitted
@@ -31,7 +32,7 @@ REFUSED = "RAGFR_GATE_CALIBRATION refused, fitted on another feature list"
 def fresh_process() -> Iterator[None]:
     """Each test is a process that has not met the variable yet (the module caches what it read and logged)."""
     def clear() -> None:
-        for cached in (fitted._configured, fitted._shipped, fitted._say_refused, fitted._say_rank_rule):
+        for cached in (fitted._configured, fitted._shipped, fitted._say_refused, fitted._say_model_free):
             cached.cache_clear()
         metrics.GATE_CALIBRATION_REFUSED.set(0)
 
@@ -84,15 +85,29 @@ def test_the_shipped_coefficients_decide_and_the_log_and_the_metric_say_why(monk
         fitted.describe(E5)
 
 
-def test_a_model_with_no_shipped_coefficients_falls_back_to_the_rank_rule_and_says_why(monkeypatch) -> None:
+def test_a_model_with_no_shipped_coefficients_falls_back_to_the_model_free_gate_and_says_why(monkeypatch) -> None:
     monkeypatch.setenv(fitted.ENV, old_calibration("ollama:bge-m3:567m"))
-    assert fitted.load("ollama:bge-m3:567m") is None
+    gate_ = fitted.load("ollama:bge-m3:567m")
+    assert gate_ is not None and gate_.source == "models/any-model.json"
     assert refused_gauge() == 1
+    d = decide([("a", 0.04)], GateConfig.for_scale("rrf"), evidence=dict.fromkeys(FEATURES, 0.0),
+               embedding_model="ollama:bge-m3:567m")
+    assert d.rule == "evidence" and d.probability is not None
+    assert REFUSED in d.reason and "the model-free gate decides" in d.reason
+    assert REFUSED in fitted.describe("ollama:bge-m3:567m")
+
+
+def test_the_rank_rule_decides_only_when_the_package_lacks_the_model_free_gate(monkeypatch, caplog) -> None:
+    """A broken install (models/any-model.json removed): the rank rule, and a warning that says so. The test
+    hides the file (tests/support/gate.py); the product always ships it."""
+    hide_model_free_gate(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="ragfr.gate"):
+        assert fitted.load("ollama:bge-m3:567m") is None
+    said = [r.getMessage() for r in caplog.records if r.name == "ragfr.gate"]
+    assert len(said) == 1 and "lacks models/any-model.json" in said[0] and "rank rule" in said[0]
     d = decide([("a", 0.04)], GateConfig.for_scale("rrf"), evidence={"cos1": 0.9},
                embedding_model="ollama:bge-m3:567m")
     assert d.outcome is Outcome.ANSWER and d.rule == "rank"
-    assert REFUSED in d.reason and "the rank rule decides" in d.reason
-    assert REFUSED in fitted.describe("ollama:bge-m3:567m")
 
 
 def test_a_refused_calibration_of_another_model_says_nothing_about_this_one(monkeypatch) -> None:

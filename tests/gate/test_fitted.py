@@ -29,8 +29,19 @@ def test_a_file_fitted_on_other_features_is_refused() -> None:
         from_json({"embedding_model": "m", "features": ["cos1"], "model": {}, "thresholds": {}}, "old.json")
 
 
-def test_a_model_without_coefficients_has_no_fitted_gate() -> None:
-    assert load("local:a-model-nobody-fitted") is None
+def test_a_model_without_coefficients_of_its_own_gets_the_model_free_gate() -> None:
+    """The chart's bge-m3 and every model nobody fitted: models/any-model.json, whose cosine features weigh
+    nothing (a cosine is read on its own model's scale), says so in `describe`."""
+    gate = load("local:a-model-nobody-fitted")
+    assert gate is not None and gate.source == "models/any-model.json" and gate.features == FEATURES
+    assert all(c == 0.0 for name, c in zip(gate.features, gate.coef, strict=True) if name.startswith("cos"))
+    assert all(c != 0.0 for name, c in zip(gate.features, gate.coef, strict=True) if not name.startswith("cos"))
+    assert 0 < gate.caution_at <= gate.answer_at < 1
+    said = fitted.describe("ollama:bge-m3:567m")
+    assert "model-free evidence gate from models/any-model.json" in said and "ragfr gate calibrate" in said
+    # the cosines move nothing: the same features with any cosine give the same probability
+    features = dict.fromkeys(FEATURES, 0.3)
+    assert gate.probability(features) == gate.probability(features | {"cos1": 0.99, "cos3": 0.1})
     assert slug("local:multilingual-e5-small") == "local_multilingual-e5-small"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.support.gate import hide_model_free_gate
 
 from ragfr.gate import fitted, relevance
 from ragfr.gate.features import FEATURES, rrf1
@@ -41,9 +42,17 @@ def test_equal_fused_scores_read_equal_so_a_stable_sort_keeps_the_fused_order() 
     assert got[1] == got[2]
 
 
-def test_rank_rule_reads_the_fused_score_over_its_best_possible() -> None:
-    """An embedding model with no fitted gate: evidence is `rrf1`, so a passage reads rrf_i / (n/(k+1)); the rank
-    rule answers only from 1/61 + 1/63 on, which reads 98.4 %."""
+def test_a_model_nobody_fitted_reads_the_model_free_gates_probability() -> None:
+    gate = fitted.load("ollama:no-fit-here")
+    assert gate is not None and gate.source == "models/any-model.json"
+    features = dict.fromkeys(FEATURES, 0.4) | {"rrf1": 0.9}
+    assert relevance.search_evidence("ollama:no-fit-here", features) == pytest.approx(gate.probability(features))
+
+
+def test_rank_rule_reads_the_fused_score_over_its_best_possible(monkeypatch) -> None:
+    """Without any fitted gate (the package lacking the model-free one): evidence is `rrf1`, so a passage reads
+    rrf_i / (n/(k+1)); the rank rule answers only from 1/61 + 1/63 on, which reads 98.4 %."""
+    hide_model_free_gate(monkeypatch)
     top = 1 / 61 + 1 / 63
     features = dict.fromkeys(FEATURES, 0.0) | {"rrf1": rrf1(top, K, 2)}
     evidence = relevance.search_evidence("ollama:no-fit-here", features)
@@ -60,7 +69,7 @@ def test_fitted_gate_reads_its_probability() -> None:
     assert gate.decide(features)[1] == relevance.search_evidence(E5, features)
 
 
-def test_a_subject_no_document_names_caps_what_the_analyst_reads() -> None:
+def test_a_subject_no_document_names_caps_what_the_analyst_reads(monkeypatch) -> None:
     """A strong absence lowers the verdict (ragfr.gate.rank.with_subject) whatever p says: the passages beside
     « aucun des documents joints ne mentionne … » never read above the cap, and a weaker reading is kept."""
     gate = fitted.load(E5)
@@ -73,5 +82,6 @@ def test_a_subject_no_document_names_caps_what_the_analyst_reads() -> None:
     p = relevance.search_evidence(E5, sure)
     assert p > relevance.SUBJECT_ABSENT_CAP
     assert relevance.search_evidence(E5, sure, subject_absent=True) == relevance.SUBJECT_ABSENT_CAP
+    hide_model_free_gate(monkeypatch)  # the rank rule's reading: rrf1 itself
     weak = dict.fromkeys(FEATURES, 0.0) | {"rrf1": 0.3}
     assert relevance.search_evidence("ollama:no-fit-here", weak, subject_absent=True) == pytest.approx(0.3)

@@ -14,3 +14,12 @@ def gate_on(feature: str, weight: float, answer_at: float = 0.8, caution_at: flo
                       "model": {"mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES), "coef": coef,
                                 "intercept": 0.0},
                       "thresholds": {"answer_at": answer_at, "caution_at": caution_at}}, "test")
+
+
+def hide_model_free_gate(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The package as if it lacked models/any-model.json: the only case where the rank rule still decides
+    (a broken install). For tests of that fallback only; the product always ships the file."""
+    from ragfr.gate import fitted
+
+    real = fitted._shipped.__wrapped__
+    monkeypatch.setattr(fitted, "_shipped", lambda model: None if model == fitted.ANY_MODEL else real(model))

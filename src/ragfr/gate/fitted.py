@@ -14,15 +14,20 @@ Where the coefficients come from, first found:
                           applies to the embedding model it names only; for another model it is ignored, logged.
   package data            one file per embedding model the project calibrated (models/<model>.json, written
                           by `python -m ragfr_tools.eval.gate_fit`, which records how and on what they were fitted).
-An embedding model with neither has no fitted gate: `load` returns None, the caller keeps the rank rule
-(ragfr.gate.rank, rule "rank" in its log and in ragfr_gate_rules_total), and this module logs once per
-model that it does. Plain floats, no numpy: the chat's gate runs this per message.
+  the model-free gate     models/any-model.json, for every other model (the chart's bge-m3 among them): the
+                          same logistic model with the cosine features at weight 0, since a cosine is read on
+                          its model's own scale; fitted with e5-small and measured with a model and corpora it
+                          never saw (`python -m ragfr_tools.eval.gate_anymodel`, docs/retrieval-quality.md,
+                          "The gate on corpora it never saw"). Logged once per model that it decides.
+`load` returns None only if the package lacks that file: then the caller keeps the rank rule (ragfr.gate.rank,
+rule "rank" in its log and in ragfr_gate_rules_total). Plain floats, no numpy: the chat's gate runs this per
+message.
 
 A calibration fitted on another feature list (an upgrade added or renamed a feature) cannot be read as
 coefficients of this version. The chart refuses it at render time (charts/ragfr/files/gate-features.json);
 one that reaches a running process anyway is logged once, counted (ragfr_gate_calibration_refused) and set
-aside: the shipped coefficients of its model decide, or the rank rule where none ship, and every decision's
-reason says so (`calibration_note`). Never a ConfigError there: the chat would refuse every question. A
+aside: the shipped coefficients of its model decide, or the model-free gate where none ship, and every
+decision's reason says so (`calibration_note`). Never a ConfigError there: the chat would refuse every question. A
 value that is not a calibration at all (unreadable JSON, a missing key) stays an error.
 """
 
@@ -47,6 +52,7 @@ Verdict = Literal["answer", "caution", "refuse"]
 RULE = "evidence"  # the rule name the gate log reports (the other one: "rank")
 ENV = "RAGFR_GATE_CALIBRATION"
 REFIT = "ragfr gate calibrate"  # the command that refits (docs/runbooks/gate-calibration.md)
+ANY_MODEL = "any-model"  # models/any-model.json: the model-free gate, for a model with no gate of its own
 
 log = logging.getLogger("ragfr.gate")
 
@@ -115,17 +121,19 @@ def from_json(data: Mapping[str, Any], source: str) -> FittedGate:
 
 
 def load(embedding_model: str) -> FittedGate | None:
-    """The fitted gate of `embedding_model` ($RAGFR_GATE_CALIBRATION when it names that model and this
-    version can read it, else the package's file), or None (no calibration for it: the rank rule applies,
-    logged once per model)."""
+    """The fitted gate of `embedding_model`: $RAGFR_GATE_CALIBRATION when it names that model and this
+    version can read it, else the package's file for that model, else the model-free gate (logged once per
+    model); None only if the package lacks the model-free gate's file (the rank rule applies)."""
     configured = _configured(os.environ.get(ENV, "").strip())
     if isinstance(configured, FittedGate) and configured.embedding_model == embedding_model:
         return configured
-    shipped = _shipped(embedding_model)
+    own = _shipped(embedding_model)
+    shipped = own or _shipped(ANY_MODEL)
     if isinstance(configured, Refused) and configured.embedding_model == embedding_model:
         _say_refused(configured, shipped.source if shipped else None)
-    elif shipped is None:
-        _say_rank_rule(embedding_model, configured.embedding_model if configured else None)
+    elif own is None:
+        _say_model_free(embedding_model, shipped is not None,
+                        configured.embedding_model if configured else None)
     return shipped
 
 
@@ -137,10 +145,9 @@ def calibration_note(embedding_model: str | None) -> str | None:
     configured = _configured(os.environ.get(ENV, "").strip())
     if not isinstance(configured, Refused) or configured.embedding_model != embedding_model:
         return None
-    shipped = _shipped(embedding_model)
-    return (f"{ENV} refused, fitted on another feature list: "
-            f"{'the shipped coefficients decide' if shipped else 'no shipped coefficients, the rank rule decides'}; "
-            f"refit with `{REFIT}`")
+    decides = ("the shipped coefficients decide" if _shipped(embedding_model) else
+               "the model-free gate decides" if _shipped(ANY_MODEL) else "the rank rule decides")
+    return f"{ENV} refused, fitted on another feature list: {decides}; refit with `{REFIT}`"
 
 
 def describe(embedding_model: str) -> str:
@@ -151,6 +158,10 @@ def describe(embedding_model: str) -> str:
         why = note or f"{ENV} unset or for another model, none shipped"
         return (f"embedding model {embedding_model}: no fitted evidence gate ({why}): the rank rule decides "
                 f"(answer or refuse); `{REFIT}` fits one")
+    if gate.embedding_model != embedding_model:
+        return (f"embedding model {embedding_model}: no gate fitted for it; the model-free evidence gate from "
+                f"{gate.source} decides (no cosine feature; answer at p >= {gate.answer_at:.3f}, caution at "
+                f"p >= {gate.caution_at:.3f}); `{REFIT}` fits one for this model" + (f" ({note})" if note else ""))
     return (f"embedding model {embedding_model}: fitted evidence gate from {gate.source} "
             f"(answer at p >= {gate.answer_at:.3f}, caution at p >= {gate.caution_at:.3f})"
             + (f" ({note})" if note else ""))
@@ -192,8 +203,13 @@ def _say_refused(refused: Refused, shipped: str | None) -> None:
 
 
 @lru_cache(maxsize=8)
-def _say_rank_rule(embedding_model: str, configured_for: str | None) -> None:
+def _say_model_free(embedding_model: str, model_free: bool, configured_for: str | None) -> None:
     other = f"; {ENV} is for {configured_for}, not this model" if configured_for else ""
-    log.warning("ragfr: no fitted evidence gate for embedding model %s (none shipped%s): the rank rule decides "
-                "(answer or refuse, never caution); run `ragfr gate calibrate` and set %s "
-                "(chart: openwebui.gate.calibration)", embedding_model, other, ENV)
+    if model_free:
+        log.info("ragfr: no evidence gate fitted for embedding model %s (none shipped%s): the model-free gate "
+                 "models/%s.json decides; `ragfr gate calibrate` fits one for this model and your questions "
+                 "(chart: openwebui.gate.calibration)", embedding_model, other, ANY_MODEL)
+        return
+    log.warning("ragfr: no fitted evidence gate for embedding model %s (none shipped%s, and the package lacks "
+                "models/%s.json): the rank rule decides (answer or refuse, never caution); run `ragfr gate "
+                "calibrate` and set %s (chart: openwebui.gate.calibration)", embedding_model, other, ANY_MODEL, ENV)

@@ -60,7 +60,7 @@ GATE_DECISIONS = Counter(
 )
 GATE_RULES = Counter(
     "ragfr_gate_rules", "Which rule took each evidence gate decision: evidence (the fitted gate of the search's "
-    "embedding model) or rank (no fitted gate for that model, or a calibrated cross-encoder scale).",
+    "embedding model, or the model-free one) or rank (a calibrated cross-encoder scale, or no fitted gate loads).",
     ["surface", "rule"],
 )
 GATE_CALIBRATION_REFUSED = Gauge(

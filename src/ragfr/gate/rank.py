@@ -198,9 +198,10 @@ def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: floa
     best score, by default the best of `scored`; the chat passes the one ragfr stamped on every passage,
     because Open WebUI may have dropped the best passage before the gate sees them.
 
-    `evidence`: the search's evidence features (SearchResult.evidence). On the RRF scale, when the package
-    ships a fitted gate for `embedding_model` (ragfr.gate.fitted), it decides among answer,
-    caution and refuse; otherwise the rank rule decides (answer or refuse) and its reason says why. A
+    `evidence`: the search's evidence features (SearchResult.evidence). On the RRF scale the fitted gate of
+    `embedding_model` (ragfr.gate.fitted: the operator's, the package's for that model, else the model-free
+    one) decides among answer, caution and refuse; only without features, or if the package lacks the
+    model-free gate, the rank rule decides (answer or refuse) and its reason says why. A
     calibrated cross-encoder scale keeps its threshold: the fitted gate never read a cross-encoder score.
 
     `absence`: the question's subject no searched document names (SearchResult.absence), applied by

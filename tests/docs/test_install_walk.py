@@ -24,6 +24,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from tests.docs.test_doc_references import commands as ragfr_commands
 from tests.docs.test_doc_references import make_targets
 from tests.support.chart import CHART, NAMESPACE, RELEASE, chart, render_raw
 from tests.support.paths import REPO
+from tests.support.walk_checks import PROBE, migration_probe, openwebui_data_claims, restore_pod_problems
 
 from ragfr.cli import build_parser
 
@@ -659,8 +661,17 @@ PATHS: dict[str, dict[str, str]] = {
 # tests/chart/test_networkpolicy.py labels a pod of another namespace.
 CONTROLLERS = {"traefik": {"_ns": "kube-system", "app.kubernetes.io/name": "traefik"},
                "nginx": {"_ns": "ingress-nginx", "app.kubernetes.io/name": "ingress-nginx"}}
-WALK_COMMAND = re.compile(r"^(?:\S+=\S+ )*(helm (?:upgrade|install)\b|make (?:deploy|run|images-push)\b|cp \S+ my-values\.yaml"
-                          r"|ragfr gate calibrate\b|kubectl (?:-n \S+ )?(?:get|wait|logs|delete|describe)\b.* -l )")
+WALK_COMMAND = re.compile(r"^(?:\S+=\S+ )*(helm (?:upgrade|install)\b|make (?:deploy|run|images-push|restore-job)\b"
+                          r"|cp \S+ my-values\.yaml|ragfr gate calibrate\b"
+                          r"|kubectl (?:-n \S+ )?(?:get|wait|logs|delete|describe)\b.* -l |kubectl (?:-n \S+ )?scale |rm -rf )")
+# Inline spans that are commands whole, besides helm with the chart, make with its values and cp.
+INLINE_WHOLE = re.compile(r"^(kubectl (?:-n \S+ )?scale \S+ --replicas=\S+$|rm -rf /)")
+# How restore.md once built its restore pod (c423653): the backup CronJob's pod template copied into a Job, the
+# container's command and env changed as the page lists them. The walk builds that pod the same way.
+DERIVED_POD = re.compile(r"\bcop(?:y|ies) (?:its|the (?:backup )?CronJob's) pod template into a Job", re.I)
+# The upgrade of the second month adds a migration: there, the walk renders the chart with one more (issue 48).
+UPGRADE_PAGE = "docs/runbooks/chart-upgrade.md"
+RESTORE_PAGE = "docs/runbooks/restore.md"
 # A value of a ```yaml my-values.yaml block that the operator copies from a file an earlier command wrote:
 # `calibration: <openwebui.gate.calibration of gate-values.yaml>`.
 COPIED = re.compile(r"^<([\w.]+) of ([\w.-]+\.yaml)>$")
@@ -711,16 +722,24 @@ def doc_steps(rel: str, root: Path = REPO) -> list[Step]:
     def flush() -> None:
         if para:
             text = "\n".join(t for _, t in para)
+            found: list[tuple[int, Step]] = []  # (offset in the paragraph, step): walked in the text's order
             for m in re.finditer(r"`([^`]+)`", text):
                 span = " ".join(m.group(1).split())
                 # A command, not a mention of one: helm with the chart, make with its values or registry.
                 whole = ("charts/ragfr" in span if span.startswith("helm") else
                          re.search(r"\b(VALUES|REGISTRY)=", span) is not None if span.startswith("make") else
-                         span.startswith("cp "))
+                         span.startswith("cp ") or INLINE_WHOLE.match(span) is not None)
                 if (WALK_COMMAND.match(span) and whole) or re.match(r"--set(-string)? \S+=", span) \
                         or "--reuse-values" in span:
                     line = para[0][0] + text[:m.start()].count("\n")
-                    steps.append(Step(rel, line, "command", span, dict(choice)))
+                    found.append((m.start(), Step(rel, line, "command", span, dict(choice))))
+            derived = DERIVED_POD.search(text)
+            if derived:
+                line = para[0][0] + text[:derived.start()].count("\n")
+                env = {m.group(1): m.group(2) for m in re.finditer(r"`([A-Z][A-Z0-9_]*)=([^`\s]+)`", text)}
+                found.append((derived.start(), Step(rel, line, "pod", derived.group(0), dict(choice),
+                                                    {"env": env, "writable": "`readOnly: false`" in text})))
+            steps.extend(step for _, step in sorted(found, key=lambda f: f[0]))
             para.clear()
 
     i = 0
@@ -845,9 +864,16 @@ KUBECTL_KINDS = {**KINDS, "deploy": "Deployment", "deployment": "Deployment", "c
 
 
 class DocWalk:
-    def __init__(self, path: dict[str, str], root: Path = REPO) -> None:
+    def __init__(self, path: dict[str, str], root: Path = REPO, checkout: Path = REPO) -> None:
         self.path = path
         self.root = root  # where the pages are read (another checkout's docs/, to walk an older version)
+        # Whose charts/ragfr and migrations/ the upgrade adding a migration is probed with (an older checkout's,
+        # to show the probe fails where that chart kept its migrations Job); every other render is this chart's.
+        self.checkout = checkout
+        self.probed: list[str] = []  # where the upgrade was rendered again with one more migration
+        self.replicas: dict[str, int] = {}  # what `kubectl scale` set, by workload name
+        self.restore_pods: list[tuple[Step, dict[str, Any], list[dict[str, Any]], dict[str, int]]] = []
+        self.wipes: list[str] = []  # `rm -rf` paths the page being walked runs in its restore pod
         self.my_values: dict[str, Any] | None = None
         self.files: dict[str, dict[str, Any]] = {}
         self.last: dict[str, Any] | None = None  # values of the release as last installed
@@ -883,6 +909,8 @@ class DocWalk:
 
     def run(self) -> None:
         for rel in WALK_DOCS:
+            self.wipes = []
+            pods = len(self.restore_pods)
             for step in doc_steps(rel, self.root):
                 if any(self.path.get(k) != v for k, v in step.choice.items()):
                     continue
@@ -899,8 +927,107 @@ class DocWalk:
                     self.note_mine(step)
                 elif step.kind == "file":
                     self.files[step.text] = step.data
+                elif step.kind == "pod":
+                    self.derived_pod(step)
                 else:
                     self.command(step)
+            for step, pod, objects, replicas in self.restore_pods[pods:]:
+                for p in restore_pod_problems(pod, objects, replicas, self.wipes):
+                    self.problem(step, "the restore pod " + p)
+
+    def scale(self, step: Step) -> None:
+        """`kubectl scale deploy/NAME --replicas=N`; a placeholder (`<n>`) gives the workload back its own count."""
+        argv = shlex.split(step.text)
+        target = next(a for a in argv[2:] if "/" in a and not a.startswith("-"))
+        count = next(a.split("=", 1)[1] for a in argv if a.startswith("--replicas="))
+        name = target.split("/", 1)[1]
+        if re.fullmatch(r"\d+", count):
+            self.replicas[name] = int(count)
+        else:
+            self.replicas.pop(name, None)
+
+    def restore_job(self, step: Step, assigns: dict[str, str]) -> None:
+        """`make restore-job VALUES=… SET=…` run as the page says, with the files the walk has built so far; the
+        Job it prints is the restore pod the page applies."""
+        files = assigns.get("VALUES", "").split()
+        if "my-values.yaml" not in files:
+            self.problem(step, "make restore-job without VALUES=my-values.yaml: the Job is derived from another "
+                               "release than the one the walk installed")
+        with tempfile.TemporaryDirectory(prefix="walk-restore-") as tmp:
+            paths = []
+            for f in files:
+                got = self.values_file(step, f)
+                if got is None:
+                    return
+                paths.append(Path(tmp) / Path(f).name)
+                paths[-1].write_text(yaml.safe_dump(got))
+            env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "MAKEFLAGS", "MAKELEVEL")}
+            done = subprocess.run(["make", "-s", "-C", str(self.checkout), "restore-job",
+                                   "VALUES=" + " ".join(map(str, paths)), f"SET={assigns.get('SET', '')}"],
+                                  env=env, capture_output=True, text=True, timeout=120)
+            merged: dict[str, Any] = {}
+            for p in paths:
+                merged = deep_merge(merged, yaml.safe_load(p.read_text()) or {})
+        if done.returncode != 0:
+            self.problem(step, "make restore-job fails: " + (done.stderr.strip().splitlines() or ["?"])[-1][:300])
+            return
+        job = yaml.safe_load(done.stdout)
+        objects = Release(merged, render_operator(merged)).objects
+        self.restore_pods.append((step, job["spec"]["template"]["spec"], objects, dict(self.replicas)))
+
+    def derived_pod(self, step: Step) -> None:
+        """The restore pod a page builds by hand from the backup CronJob's pod template (DERIVED_POD): restore.sh
+        as the command, the env the page lists, the data volume writable if the page says so."""
+        def backup_cronjob(release: Release) -> dict[str, Any] | None:
+            return next((d for d in release.objects if d["kind"] == "CronJob" and
+                         d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "backup"), None)
+
+        if self.release is None or self.last is None:
+            self.problem(step, "derives the restore pod from the backup CronJob of a release the walk never rendered")
+            return
+        release, cron = self.release, backup_cronjob(self.release)
+        if cron is None:
+            # Whoever restores a set took backups: the pod is checked as the same values with them would give it.
+            self.problem(step, "derives the restore pod from the backup CronJob, which the release as last rendered "
+                               "does not have (backup.enabled is false); the walk checks it with backup.enabled: true")
+            values = deep_merge(self.last, {"backup": {"enabled": True}})
+            release = Release(values, render_operator(values))
+            cron = backup_cronjob(release)
+            assert cron is not None, "backup.enabled: true renders no backup CronJob"
+        pod = copy.deepcopy(cron["spec"]["jobTemplate"]["spec"]["template"]["spec"])
+        data = openwebui_data_claims(release.objects)
+        for c in pod.get("initContainers", []) + pod.get("containers", []):
+            c["command"] = ["/bin/sh", "/ragfr-backup/restore.sh"]
+            env = {e["name"]: e for e in c.get("env", [])}
+            env.update({k: {"name": k, "value": v} for k, v in step.data["env"].items()})
+            c["env"] = list(env.values())
+            if step.data["writable"]:
+                for m in c.get("volumeMounts", []):
+                    if any(v["name"] == m["name"] and (v.get("persistentVolumeClaim") or {}).get("claimName") in data
+                           for v in pod.get("volumes", [])):
+                        m["readOnly"] = False
+        if step.data["writable"]:
+            for v in pod.get("volumes", []):
+                if (v.get("persistentVolumeClaim") or {}).get("claimName") in data:
+                    v["persistentVolumeClaim"]["readOnly"] = False
+        self.restore_pods.append((step, pod, release.objects, dict(self.replicas)))
+
+    def probe_migration(self, step: Step, values: dict[str, Any]) -> None:
+        """The upgrade that adds a migration: rendered from the checkout as is and with migrations/9999 added,
+        the migrations Job must change name, or `helm upgrade` keeps the completed Job and the new one never runs."""
+        self.probed.append(step.where())
+        try:
+            before, after = migration_probe(self.checkout, values)
+        except Exception as exc:
+            self.problem(step, "the upgrade with one more migration does not render: "
+                         + str(exc).strip().splitlines()[-1][:300])
+            return
+        if not before:
+            self.problem(step, "renders no migrations Job: nothing applies the migrations the upgrade adds")
+        elif before == after:
+            self.problem(step, f"with one more migration (migrations/{PROBE}) the migrations Job is still "
+                               f"{', '.join(before)}: `helm upgrade` keeps the completed Job and the new migration "
+                               "never runs")
 
     def copied(self, step: Step, data: Any) -> Any:
         """The block's values, each `<key.path of file.yaml>` replaced by what that file holds there."""
@@ -990,8 +1117,14 @@ class DocWalk:
 
     def command(self, step: Step) -> None:
         t = step.text
+        if re.match(r"kubectl (-n \S+ )?scale ", t):
+            self.scale(step)
+            return
         if t.startswith("kubectl"):
             self.selector(step)
+            return
+        if t.startswith("rm -rf "):
+            self.wipes.extend(shlex.split(t)[2:])
             return
         if t.startswith("ragfr gate calibrate"):
             # What it writes (src/ragfr/eval/gate_calibrate.py values_yaml; tests/cli/test_gate_calibrate.py):
@@ -1023,6 +1156,9 @@ class DocWalk:
         if argv[0] == "make":
             assigns = dict(a.split("=", 1) for a in argv[2:] if "=" in a)
             assigns.update(env)
+            if argv[1] == "restore-job":
+                self.restore_job(step, assigns)
+                return
             if argv[1] == "images-push" or (argv[1] == "run" and self.path.get("images") == "registry"):
                 if self.path.get("images") == "registry" and assigns.get("IMAGES_TLS_VERIFY") != "false":
                     self.problem(step, "pushes to the walk's plain-HTTP registry without IMAGES_TLS_VERIFY=false: "
@@ -1084,6 +1220,8 @@ class DocWalk:
         self.last = values
         self.release = release
         self.rendered[step.doc] = self.rendered.get(step.doc, 0) + 1
+        if step.doc == UPGRADE_PAGE and not self.probed:
+            self.probe_migration(step, values)
         self.keep_settings(step, release)
         for p in exposure_problems(release):
             self.problem(step, p)
@@ -1109,18 +1247,28 @@ def walk_report(path_name: str) -> DocWalk:
     return w
 
 
-@pytest.mark.parametrize("path_name", sorted(PATHS))
-def test_the_documents_walked_in_order_keep_what_my_values_holds(path_name: str) -> None:
-    w = walk_report(path_name)
+def walk_problems(w: DocWalk) -> list[str]:
+    """What the walk found, and what it should have met and did not."""
     problems = list(w.problems)
     # Not vacuous: the guide installs, and the pages of the second month render their commands.
     problems += [f"{rel}: no helm command of the walk rendered" for rel in SECOND_MONTH if not w.rendered.get(rel)]
+    if not w.probed:
+        problems.append(f"{UPGRADE_PAGE}: no upgrade the walk rendered again with one more migration")
+    if not any(step.doc == RESTORE_PAGE for step, *_ in w.restore_pods):
+        problems.append(f"{RESTORE_PAGE}: no restore pod the walk could check (`make restore-job VALUES=…`, or a "
+                        "pod made from the backup CronJob's)")
     # Each setting of the second month is applied by some page, and a later command still renders it.
     for key in chart_defaults():
         if key not in w.kept:
             problems.append(f"{key}: no page of the walk applies it (set in my-values.yaml, then a helm command)")
         elif not w.kept_checks.get(key):
             problems.append(f"{key}: applied at {w.kept[key][1]}, and no later command of the walk renders it")
+    return problems
+
+
+@pytest.mark.parametrize("path_name", sorted(PATHS))
+def test_the_documents_walked_in_order_keep_what_my_values_holds(path_name: str) -> None:
+    problems = walk_problems(walk_report(path_name))
     assert not problems, f"walk [{path_name}]: {len(problems)} problem(s)\n" + "\n".join(problems)
 
 
@@ -1192,3 +1340,66 @@ def test_the_walk_names_the_command_that_drops_a_setting(tmp_path: Path) -> None
         at = [p for p in w.problems if command in p and "is dropped" in p]
         assert len(at) == 1 and at[0].split("-> ", 1)[1].startswith(key), (key, w.problems)
     assert len(w.problems) == len(added), w.problems
+
+
+# The docs and chart the second month was first walked with (issue 48): what an operator following them met.
+BEFORE = "c423653"
+BEFORE_FOUND = {
+    "gate-calibration.md: --reuse-values": r"^docs/runbooks/gate-calibration\.md:\d+: .*\n    -> --reuse-values ",
+    "the calibration dropped by a later command": r"-> the gate's calibration \(openwebui\.gate\.calibration\), "
+                                                  r"applied at .* is dropped",
+    "going air-gapped moves the models claim": r"^docs/runbooks/air-gapped-install\.md:\d+: .*\n    -> Ollama's "
+                                               r"models volume changes from \['ragfr-ollama-models'\]",
+    "the pull Job waited for while air-gapped": r"^docs/runbooks/embedding-migration\.md:\d+: kubectl .*\n    -> "
+                                                r"selects Job -l app\.kubernetes\.io/component=pull-models",
+    "the backups never applied": r"^the backups \(backup\.\*\): no page of the walk applies it",
+    "the upgrade keeps the migrations Job": r"^docs/runbooks/chart-upgrade\.md:\d+: .*\n    -> with one more "
+                                            r"migration \(migrations/9999_walk_probe\.sql\) the migrations Job is "
+                                            r"still ragfr-migrate-\w+: ",
+    "the restore pod requires an Open WebUI pod": r"^docs/runbooks/restore\.md:\d+: .*\n    -> the restore pod "
+                                                  r"requires \(podAffinity, kubernetes\.io/hostname\) a pod matching "
+                                                  r".*'app\.kubernetes\.io/component': 'openwebui'.*ragfr-openwebui "
+                                                  r"scaled to 0",
+    "the restore wipes /data, not the data volume": r"^docs/runbooks/restore\.md:\d+: .*\n    -> the restore pod "
+                                                    r"deletes under /data/\*, which no volume of the pod mounts",
+}
+
+
+def checkout_at(commit: str, into: Path, *paths: str) -> Path:
+    """`paths` of `commit` extracted under `into` (git archive), or the test skipped where the history lacks it."""
+    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"this checkout has no commit {commit} (a shallow clone or an exported tree)")
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, *paths], capture_output=True, check=True)
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def test_the_walk_fails_on_the_docs_of_the_second_month_at_each_item(tmp_path: Path) -> None:
+    """The pages and the chart of c423653, walked: each item of issue 48's second month is reported where an
+    operator following them met it (the rest of the walk renders with today's chart)."""
+    old = checkout_at(BEFORE, tmp_path, "docs", "charts/ragfr", "migrations", "patches")
+    w = DocWalk(PATHS[sorted(PATHS)[0]], root=old, checkout=old)
+    w.run()
+    problems = walk_problems(w)
+    missing = [item for item, pattern in BEFORE_FOUND.items()
+               if not any(re.search(pattern, p, re.M) for p in problems)]
+    assert not missing, f"not reported on the docs of {BEFORE}: {missing}\n" + "\n".join(problems)
+
+
+def test_each_check_of_the_second_month_fails_alone(tmp_path: Path) -> None:
+    """Today's pages with only restore.md of c423653, and the upgrade probed with c423653's chart: the walk reports
+    those two and nothing else (the migrations Job kept; the restore pod Pending, wiping the wrong path)."""
+    old = checkout_at(BEFORE, tmp_path / "old", "charts/ragfr", "migrations", "patches", "docs/runbooks/restore.md")
+    for rel in WALK_DOCS:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(old / rel if rel == RESTORE_PAGE else REPO / rel, tmp_path / rel)
+    w = DocWalk(PATHS[sorted(PATHS)[0]], root=tmp_path, checkout=old)
+    w.run()
+    problems = walk_problems(w)
+    alone = ("the upgrade keeps the migrations Job", "the restore pod requires an Open WebUI pod",
+             "the restore wipes /data, not the data volume")
+    for item in alone:
+        assert [p for p in problems if re.search(BEFORE_FOUND[item], p, re.M)], (item, problems)
+    assert len(problems) == len(alone), problems

@@ -962,7 +962,7 @@ class DocWalk:
                 paths.append(Path(tmp) / Path(f).name)
                 paths[-1].write_text(yaml.safe_dump(got))
             env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "MAKEFLAGS", "MAKELEVEL")}
-            done = subprocess.run(["make", "-s", "-C", str(self.checkout), "restore-job",
+            done = subprocess.run(["make", "-s", "-C", str(REPO), "restore-job",
                                    "VALUES=" + " ".join(map(str, paths)), f"SET={assigns.get('SET', '')}"],
                                   env=env, capture_output=True, text=True, timeout=120)
             merged: dict[str, Any] = {}
@@ -1403,3 +1403,39 @@ def test_each_check_of_the_second_month_fails_alone(tmp_path: Path) -> None:
     for item in alone:
         assert [p for p in problems if re.search(BEFORE_FOUND[item], p, re.M)], (item, problems)
     assert len(problems) == len(alone), problems
+
+
+def test_the_restore_pod_checks_each_fail_on_a_pod_that_breaks_them() -> None:
+    """walk_checks.restore_pod_problems on today's restore Job (it passes), then on that Job broken one way at a
+    time: each check names what an operator would meet."""
+    from ragfr_tools.restore_job import restore_job
+
+    values = deep_merge(yaml.safe_load((CHART / "examples" / "k3s-first-install.yaml").read_text()),
+                        {"backup": {"enabled": True}})
+    objects = Release(values, render_operator(values)).objects
+    stopped = {"ragfr-openwebui": 0}
+    job = restore_job(objects, RELEASE, NAMESPACE, "20261201T023000Z")["spec"]["template"]["spec"]
+    assert restore_pod_problems(job, objects, stopped, []) == []
+
+    cron = next(d for d in objects if d["kind"] == "CronJob" and d["metadata"]["name"] == "ragfr-backup")
+    beside = copy.deepcopy(job)
+    beside["affinity"] = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["affinity"]
+    assert restore_pod_problems(beside, objects, {}, []) == []  # Open WebUI still runs: it schedules
+    [pending] = restore_pod_problems(beside, objects, stopped, [])
+    assert "requires (podAffinity" in pending and "ragfr-openwebui scaled to 0" in pending
+
+    [wipe] = restore_pod_problems(job, objects, stopped, ["/data/*"])
+    assert "deletes under /data/*, which no volume of the pod mounts" in wipe
+
+    other = copy.deepcopy(job)
+    next(v for v in other["volumes"] if v["name"] == "openwebui-data")["persistentVolumeClaim"]["claimName"] = "old"
+    found = restore_pod_problems(other, objects, stopped, [])
+    assert len(found) == 2 and "does not mount Open WebUI's data claim ['ragfr-openwebui-data']" in found[0] \
+        and "on ['old'], not on Open WebUI's data claim" in found[1], found
+
+    read_only = copy.deepcopy(job)
+    for c in read_only["containers"]:
+        for m in c["volumeMounts"]:
+            m["readOnly"] = bool(m.get("readOnly")) or m["name"] == "openwebui-data"
+    [ro] = restore_pod_problems(read_only, objects, stopped, [])
+    assert "mounted read-only (openwebui-data)" in ro

@@ -1,6 +1,6 @@
 """The chat's evidence gate with a fitted gate (issue 38 item 3): the decision is gate.decide's on the
 search's evidence features stamped on every passage; a caution lets the passages through with a French
-caution source the analyst sees and the model reads; the rank rule runs when the model has no fitted gate."""
+caution source the analyst sees and the model reads; the rank rule runs only when no fitted gate loads."""
 
 from __future__ import annotations
 
@@ -72,7 +72,9 @@ def test_the_chat_answers_cautions_and_refuses_by_the_fitted_gate(monkeypatch) -
     assert metadata[METADATA_KEY]["decision"] == "answer"
 
 
-def test_a_model_without_a_fitted_gate_falls_back_to_the_rank_rule_and_says_so(monkeypatch) -> None:
+def test_with_no_fitted_gate_at_all_the_rank_rule_decides_and_says_so(monkeypatch) -> None:
+    """`fitted.load` returns None only when the package lacks the model-free gate (a broken install; every model
+    gets at least that one): the chat still decides, by the rank rule, and its reason says why."""
     monkeypatch.setattr(fitted, "load", lambda model: None)
     _, metadata = run([source(2.0, model="local:unfitted", top=0.04)])
     decision = metadata[METADATA_KEY]

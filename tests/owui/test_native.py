@@ -8,11 +8,14 @@ difference. The same scenario runs on the pristine package and must fail there (
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ragfr.gate import fitted
 
 pytestmark = pytest.mark.owui
 
@@ -108,15 +111,19 @@ def test_patched_open_webui_retrieves_french_inflections(run_probe: Any, patched
         legacy = _ok(r)
         assert legacy["metadatas"][0][0]["file_id"] == "f1"
         assert legacy["documents"][0] == [CONTRAT[0][1]], f"{query!r}: {legacy['documents']}"
-    # The relevance an analyst reads (issue 47 item 5) is the distance Open WebUI shows as a percentage: no fitted
-    # gate for this model, so the rank rule's reading, rrf / (2/61), never rising down the fused order.
+    # The relevance an analyst reads (issue 47 item 5) is the distance Open WebUI shows as a percentage: nobody
+    # fitted a gate for this model, so the model-free gate's p for the search, times rrf / rrf_top: never rising
+    # down the fused order, the top passage reading p itself (not the 2.69 % the RRF score would show).
+    model_free = fitted.load(MODEL)
+    assert model_free is not None and model_free.source == "models/any-model.json"
     for r in res[2:5]:
         found = _ok(r)
         distances, metas = found["distances"][0], found["metadatas"][0]
         assert distances == [m["ragfr_relevance"] for m in metas], found
-        assert distances == pytest.approx([m["ragfr_rrf_score"] / (2 / 61) for m in metas])
+        p = model_free.probability(json.loads(metas[0]["ragfr_evidence"]))
+        top = metas[0]["ragfr_top_rrf_score"]
+        assert distances == pytest.approx([p * m["ragfr_rrf_score"] / top for m in metas])
         assert all(0 <= d <= 1 for d in distances) and distances == sorted(distances, reverse=True), distances
-    assert _ok(res[2])["distances"][0][0] == pytest.approx((1 / 61 + 1 / 64) / (2 / 61))  # 97.66 %, not 2.69 %
     # Merged across collections by that distance, each collection's passages keep ragfr's fused order and the
     # top k keeps a prefix of each collection's ranks: the passages reaching the model are ragfr's best.
     merged = _ok(res[8])

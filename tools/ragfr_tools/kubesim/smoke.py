@@ -313,6 +313,11 @@ def analyst(url: str, double: str, owui_logs: Callable[[], str], scale: str = "r
               and theft[0].get("ragfr_chunk_id") and theft[0].get("ragfr_gate") == "answer"):
         problems.append(f"the passage has no ragfr ranks or gate decision (is the patch's retrieval running?): "
                         f"{theft[0]}")
+    # On the RRF scale a fitted gate decides for the chart's embedding model too (the model-free one when none
+    # was fitted for it, issue 47), never the rank rule; a cross-encoder scale keeps its calibrated threshold.
+    rules = {m.get(keys.GATE_RULE) for _, m in got}
+    if scale == "rrf" and rules != {"evidence"}:
+        problems.append(f"the gate decided by {sorted(map(str, rules))}, expected a fitted gate ('evidence')")
     scales = {m.get("ragfr_gate_scale") for _, m in client.passages(reply) + client.passages(refusal)}
     if scales != {scale}:
         problems.append(f"the gate decided on {sorted(map(str, scales))}, expected {scale!r}")
@@ -328,7 +333,8 @@ def analyst(url: str, double: str, owui_logs: Callable[[], str], scale: str = "r
     if problems:
         raise SmokeFailure("Open WebUI API: " + "; ".join(problems))
     scores = f", {scale} scores {[round(m['score'], 4) for _, m in got]}" if scale == "cross-encoder" else ""
-    return (f"    PASS {fixtures.ANSWERABLE!r}: {shown}; gate on {scale}{scores}; 1 model call\n"
+    rule = f" (rule {'/'.join(sorted(map(str, rules)))}, p {theft[0].get(keys.GATE_PROBABILITY)})"
+    return (f"    PASS {fixtures.ANSWERABLE!r}: {shown}; gate on {scale}{rule}{scores}; 1 model call\n"
             f"    PASS {fixtures.OFF_DOMAIN!r}: refused ({REFUSAL!r}) on {scale}, 0 model calls")
 
 

@@ -28,7 +28,7 @@ import tempfile
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +188,14 @@ def set_path(values: dict[str, Any], path: str, value: Any) -> None:
     values[leaf] = value
 
 
+@cache
+def parsed(files: tuple[tuple[str, str], ...]) -> tuple[dict[str, Any], ...]:
+    """The objects of a render: the walks render the same values again and again (libyaml's loader gives the same
+    objects as yaml.safe_load_all, tests/support/chart.py), parsed once each."""
+    return tuple(d for p, t in files if not p.endswith("NOTES.txt") for d in yaml.load_all(t, Loader=yaml.CSafeLoader)
+                 if d)
+
+
 @dataclass
 class Release:
     values: dict[str, Any]
@@ -197,10 +205,9 @@ class Release:
     def notes(self) -> str:
         return next(t for p, t in self.files.items() if p.endswith("NOTES.txt"))
 
-    @property
+    @cached_property
     def objects(self) -> list[dict[str, Any]]:
-        return [d for p, t in sorted(self.files.items()) if not p.endswith("NOTES.txt")
-                for d in yaml.safe_load_all(t) if d]
+        return copy.deepcopy(list(parsed(tuple(sorted(self.files.items())))))
 
     def named(self, kind: str) -> dict[str, dict[str, Any]]:
         out = {d["metadata"]["name"]: d for d in self.objects if d["kind"] == kind}
@@ -233,6 +240,7 @@ class Walk:
         self.dir = directory
         self.aliases: dict[str, Path] = {}
         self.releases: list[tuple[Command, Release]] = []
+        self.jobs: dict[str, str] = {}  # Jobs the walk made with `kubectl create job --from=cronjob/…` -> CronJob
 
     def values_file(self, name: str) -> Path:
         if name in self.aliases:
@@ -359,6 +367,10 @@ def run_walk(directory: Path) -> Walk:
         elif t.startswith(LOCAL_SHELL):
             done = subprocess.run(["bash", "-c", t], cwd=directory, capture_output=True, text=True, timeout=60)
             assert done.returncode == 0, f"{c.where()}: {done.stderr}"
+        elif re.match(r"kubectl -n \S+ create job --from=cronjob/", t):
+            check_job_from_cronjob(w, c)
+        elif re.match(r"kubectl -n \S+ (wait|logs) (\S+ )*job/", t):
+            check_job_made(w, c)
         elif re.match(r"kubectl (-n \S+ )?create ", t):
             if t.startswith("kubectl -n ragfr create secret tls"):
                 make_certificate(c, directory)
@@ -442,6 +454,39 @@ def check_secrets(w: Walk, created: list[tuple[Command, dict[str, Any]]]) -> Non
         assert name in refs, f"{c.where()}: no rendered release of the guide reads Secret {name}"
         assert refs[name] <= keys, f"{c.where()}: the chart reads keys {sorted(refs[name] - keys)} it lacks"
         assert all(v for v in obj["data"].values()), f"{c.where()}: an empty key"
+
+
+def check_job_from_cronjob(w: Walk, c: Command) -> None:
+    """`kubectl create job --from=cronjob/NAME JOB` (a backup set now, step 13): the release has that CronJob."""
+    argv = c.argv()
+    cronjob = next(a.split("/", 1)[1] for a in argv if a.startswith("--from=cronjob/"))
+    assert cronjob in w.current().named("CronJob"), f"{c.where()}: no CronJob {cronjob} in the rendered release"
+    w.jobs[argv[-1]] = cronjob
+
+
+def script_lines(script: str) -> list[re.Pattern[str]]:
+    """What a chart script may print: each of its `echo "..."` lines, the shell's expansions as wildcards."""
+    out = []
+    for m in re.finditer(r'^\s*echo "(.*)"', (CHART / "files" / script).read_text(), re.M):
+        text, before = m.group(1), None
+        while text != before:  # innermost $(...) and $((...)) first: they nest
+            before, text = text, re.sub(r"\$\(\(?[^()]*\)?\)", "\0", text)
+        parts = re.split(r"\0|\$\{[^}]*\}|\$\w+", text)
+        out.append(re.compile(".+".join(re.escape(p) for p in parts) + "$"))
+    return out
+
+
+def check_job_made(w: Walk, c: Command) -> None:
+    """`kubectl wait/logs job/JOB` on a Job the walk made from a CronJob: the lines shown are its script's."""
+    name = re.search(r"\bjob/(\S+)", c.text).group(1)  # type: ignore[union-attr]
+    assert name in w.jobs, f"{c.where()}: job/{name} was made by no earlier command of the walk"
+    cronjob = w.current().named("CronJob")[w.jobs[name]]
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    scripts = {Path(a).name for ct in pod.get("initContainers", []) + pod["containers"]
+               for a in ct.get("command", []) if a.endswith(".sh")}
+    patterns = [p for s in scripts for p in script_lines(s)]
+    for line in (c.output or "").splitlines():
+        assert any(p.match(line) for p in patterns), f"{c.where()}: {line!r} is no line {sorted(scripts)} prints"
 
 
 def check_selector(w: Walk, c: Command) -> None:
@@ -641,6 +686,10 @@ def test_inline_make_commands_of_the_walk_run(tmp_path: Path) -> None:
 # rendered NetworkPolicies must admit the ingress controller the release's Ingress is for (Traefik on k3s), and no
 # ragfr image may resolve to docker.io/ragfr. A page offering a choice marks each branch with
 # `<!-- walk: key=value -->` … `<!-- walk: end -->`; every path of PATHS is walked.
+# At chart-upgrade.md's first upgrade the chart is rendered again from a copy of the checkout with one more
+# migration: the migrations Job must change name (tests/support/walk_checks.py). `kubectl scale` is followed; the
+# restore pod (restore.md's `make restore-job`, run, or a pod a page builds from the backup CronJob's template)
+# must need no pod the walk has scaled away, and write only on writable mounts, the uploads on Open WebUI's data claim.
 
 # The second month in the order an operator meets it (issue 48): an upgrade that adds a migration, the gate's
 # calibration, going air-gapped (and its models), an embedding migration air-gapped, a restore.

@@ -13,7 +13,9 @@ sets and models are named in its doc):
   fit + dev   rows searched with local:multilingual-e5-small in PIAF Religion, Sport and Sciences and the golden
               contracts (their topic-removed versions included): answerable (right passage in the fused top 3)
               positive; off-domain, near-domain topic-removed and hand-written negative. A hash of the question
-              puts 30 % on the dev side, where the thresholds are chosen (ragfr.gate.fitting.thresholds).
+              puts 30 % on the dev side, where the thresholds are chosen (ragfr.gate.fitting.thresholds) for
+              the decision as it ships: a negative the subject rule already keeps from an unqualified answer
+              (a strong absence) does not hold the answer threshold up.
   test        the same searches made with local:use-multilingual (a model no fit saw), and PIAF Arts and
               Société (corpora no fit saw) with both models.
 The subject rule (ragfr.gate.rank.with_subject) is applied on top, as the product does.
@@ -70,6 +72,10 @@ def split(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[s
     return [r for r in labelled if r not in dev], dev
 
 
+def strong_absence(row: dict[str, Any]) -> bool:
+    return bool(row["absent"] and row["absent"].get("strong"))
+
+
 def calibration(fit_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], c: float) -> dict[str, Any]:
     """The any-model file: fitted on MODEL_FREE, written over FEATURES with the cosines at weight 0."""
     m = fitting.fit([r["features"] for r in fit_rows], [r["kind"] == "answerable" for r in fit_rows], c=c,
@@ -79,8 +85,13 @@ def calibration(fit_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], 
     model = {**m, "mean": [f[0] for f in full], "scale": [f[1] for f in full], "coef": [f[2] for f in full]}
     gate = from_json({"embedding_model": ANY_MODEL, "features": list(FEATURES), "model": model,
                       "thresholds": {"answer_at": 1.0, "caution_at": 0.0}}, "fit")
-    p = [(gate.probability(r["features"]), r["kind"] == "answerable") for r in dev_rows]
-    th = fitting.thresholds([x for x, pos in p if pos], [x for x, pos in p if not pos])
+    # The thresholds are chosen for the decision as it ships, the subject rule included: a question whose
+    # subject no document names is never answered without caution, whatever p says, so such a negative
+    # cannot be "answered" and does not hold the answer threshold up (it counts as p = 0 there).
+    pos = [gate.probability(r["features"]) for r in dev_rows if r["kind"] == "answerable"]
+    neg = [0.0 if strong_absence(r) else gate.probability(r["features"]) for r in dev_rows
+           if r["kind"] != "answerable"]
+    th = fitting.thresholds(pos, neg)
     return {"model": model, "thresholds": th}
 
 
@@ -134,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
            "fitted": {"command": command, "date": time.strftime("%Y-%m-%d"),
                       "on": f"{E5} searches of PIAF Religion, Sport, Sciences and the golden contracts "
                             "(gate_corpora rows): answerable vs off-domain and near-domain; cosine features "
-                            f"at weight 0; thresholds on the {int(DEV_SHARE * 100)} % dev side",
+                            f"at weight 0; thresholds on the {int(DEV_SHARE * 100)} % dev side, for the decision "
+                            "with the subject rule",
                       "rows": {"fit": len(fit_rows), "dev": len(dev_rows)}}}
     gate = from_json(doc, "fit")
     report = {name: outcomes(gate, rows) for name, rows in loaded.items()}

@@ -45,6 +45,7 @@ def test_defaults_let_analysts_chat_and_build_knowledge_bases_never_public() -> 
                                 "shareKnowledgeWithGroups": False}}},
     {"ollama": {"models": {"chat": "mistral:7b", "extra": ["llama3.2:3b", "bge-m3:567m"]}}},
     {"ollama": {"models": {"chat": "", "extra": []}}},
+    {"ollama": {"models": {"extra": ["llama3.2:3b"], "extraEmbedding": ["nomic-embed-text:v1.5"]}}},
 ])
 def test_chart_and_local_stack_compute_the_same_env(values: dict[str, Any]) -> None:
     env = env_of(values)
@@ -59,3 +60,22 @@ def test_the_embedding_model_is_never_listed_for_chat() -> None:
     env = env_of({"ollama": {"models": {"chat": "mistral:7b", "extra": ["bge-m3:567m", "phi3:3.8b"]}}})
     assert json.loads(env["OLLAMA_API_CONFIGS"])["0"]["model_ids"] == ["mistral:7b", "phi3:3.8b"]
 
+
+def test_an_embedding_migrations_target_is_pulled_and_required_but_never_listed_for_chat() -> None:
+    """docs/runbooks/embedding-migration.md names the new embedding model in ollama.models.extraEmbedding for the
+    whole backfill: Ollama must hold it (the pull Job, Open WebUI's readiness, helm test), and analysts must not be
+    offered it as a chat model (it cannot chat), unlike ollama.models.extra."""
+    values = {"ollama": {"models": {"extra": ["llama3.2:3b"], "extraEmbedding": ["nomic-embed-text:v1.5"]}}}
+    docs = render(values)
+    env = dict(one(docs, "ConfigMap", "-openwebui-env")["data"])
+    assert json.loads(env["OLLAMA_API_CONFIGS"])["0"]["model_ids"] == ["qwen2.5:3b", "llama3.2:3b"]
+    test_pod = one(docs, "Pod", "ragfr-test")["spec"]["containers"][0]
+    required = {e["name"]: e.get("value") for e in test_pod["env"]}["OLLAMA_MODELS"]
+    assert required == "qwen2.5:3b llama3.2:3b nomic-embed-text:v1.5"
+    pull = one(docs, "Job", "ragfr-pull-models-*")["spec"]["template"]["spec"]["containers"][0]
+    pulled = {e["name"]: e.get("value") for e in pull["env"]}["OLLAMA_PULL_MODELS"]
+    assert pulled.split() == ["bge-m3:567m", "qwen2.5:3b", "llama3.2:3b", "nomic-embed-text:v1.5"]
+    # The same values listed as extra would be offered for chat: what the runbook used to do.
+    env = dict(one(render({"ollama": {"models": {"extra": ["nomic-embed-text:v1.5"]}}}), "ConfigMap",
+                   "-openwebui-env")["data"])
+    assert "nomic-embed-text:v1.5" in json.loads(env["OLLAMA_API_CONFIGS"])["0"]["model_ids"]

@@ -86,6 +86,8 @@ REFUSED = [
     ({"embedding": {"model": "bge-m3:latest"}}, "embedding.model=bge-m3:latest: Ollama models must be pinned"),
     ({"ollama": {"models": {"chat": "qwen2.5"}}}, "ollama.models.chat=qwen2.5: Ollama models must be pinned"),
     ({"ollama": {"models": {"extra": ["llama3"]}}}, "ollama.models.extra=llama3: Ollama models must be pinned"),
+    ({"ollama": {"models": {"extraEmbedding": ["nomic-embed-text:latest"]}}},
+     "ollama.models.extraEmbedding=nomic-embed-text:latest: Ollama models must be pinned"),
     ({"openwebui": {"podLabels": {"app.kubernetes.io/component": "x"}}},
      "openwebui.podLabels.app.kubernetes.io/component: labels under app.kubernetes.io/"),
     ({"ollama": {"podLabels": {"ragfr.io/db-client": "true"}}}, "ollama.podLabels.ragfr.io/db-client: labels under"),

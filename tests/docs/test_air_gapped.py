@@ -6,6 +6,7 @@ the embedding runbook's air-gapped path copies the new model before anything nam
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from typing import Any
@@ -113,9 +114,14 @@ def test_the_embedding_migration_has_an_air_gapped_path_that_keeps_the_interface
     pulled, copied = branch(k8s, "embedding=k8s models=pulled"), branch(k8s, "embedding=k8s models=copied")
     air_gapped = merged(FIRST, *values_blocks((RUNBOOKS / "air-gapped-install.md").read_text()))
 
-    # Connected: naming the model in extra renders a pull Job, the one the page waits for.
+    # Connected: naming the model in extraEmbedding renders a pull Job, the one the page waits for, and keeps it
+    # out of the chat models Open WebUI offers analysts for the whole backfill (an embedding model cannot chat).
     assert "component=pull-models" in pulled
-    assert pull_jobs(render(merged(FIRST, *values_blocks(pulled))))
+    connected = render(merged(FIRST, *values_blocks(pulled)))
+    assert pull_jobs(connected)
+    assert NEW_MODEL in json.dumps(one(connected, "Pod", "-test"))  # helm test requires it, as the readiness does
+    listed = json.loads(one(connected, "ConfigMap", "-openwebui-env")["data"]["OLLAMA_API_CONFIGS"])["0"]["model_ids"]
+    assert NEW_MODEL not in listed
 
     # Air-gapped: no pull Job renders, so nothing may wait for one...
     assert not pull_jobs(render(air_gapped))

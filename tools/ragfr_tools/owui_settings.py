@@ -9,7 +9,8 @@ chart's defaults:
     bases (`workspace.knowledge` off); the env names below are read at each start (ENABLE_PERSISTENT_CONFIG is
     off in the settings file), so no admin step is needed;
   - the chat models Open WebUI lists (OLLAMA_API_CONFIGS, the Ollama connection's `model_ids`): the release's
-    chat models, never the embedding model, which Ollama lists too but which cannot chat.
+    chat models, never the embedding model, which Ollama lists too but which cannot chat (nor the chart's
+    ollama.models.extraEmbedding, an embedding migration's target: it is no chat model, so it is never passed here).
 The chart's implementation is `ragfr.openwebui.analystEnv` in templates/_openwebui.tpl;
 tests/chart/test_analysts.py renders it and compares it with this one.
 

@@ -21,7 +21,7 @@ RAGFR_GATE_CALIBRATION: {in: configmap, from: openwebui.gate.calibration}
 BYPASS_MODEL_ACCESS_CONTROL: {in: configmap, from: openwebui.analysts.useChatModels}
 USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ACCESS: {in: configmap, from: openwebui.analysts.createKnowledgeBases}
 USER_PERMISSIONS_WORKSPACE_KNOWLEDGE_ALLOW_SHARING: {in: configmap, from: openwebui.analysts.shareKnowledgeWithGroups}
-OLLAMA_API_CONFIGS: {in: configmap, from: "ollama.models.chat and extra, minus embedding.model"}
+OLLAMA_API_CONFIGS: {in: configmap, from: "ollama.models.chat and extra, minus embedding.model (never extraEmbedding)"}
 ENABLE_WEBSOCKET_SUPPORT: {in: configmap, from: "redis.*"}
 WEBSOCKET_MANAGER: {in: configmap, from: "redis.*"}
 WEBSOCKET_REDIS_URL: {in: configmap, from: "redis.*, or redis.existingSecret"}
@@ -122,7 +122,8 @@ and loads offline. "true" when the download goes to a PVC.
 {{/*
 What the analysts (accounts the admin adds, role "user") may do from their first login (openwebui.analysts), and
 the chat models Open WebUI lists: the Ollama connection's model_ids (OLLAMA_API_CONFIGS, index "0": the one
-OLLAMA_BASE_URL), the release's chat models as Ollama's /api/tags names them, never the embedding model. The same
+OLLAMA_BASE_URL), the release's chat models as Ollama's /api/tags names them, never the embedding model nor
+ollama.models.extraEmbedding (an embedding migration's target, pulled before the switch). The same
 computation for `make up` and the owui tests: tools/ragfr_tools/owui_settings.py (tests/chart/test_analysts.py
 compares the two).
 */}}

@@ -110,6 +110,7 @@ whatever the registry serves on the day of the pull, so two pods (or a restore) 
 {{- $refs := list (dict "key" "embedding.model" "ref" .Values.embedding.model) -}}
 {{- with .Values.ollama.models.chat }}{{ $refs = append $refs (dict "key" "ollama.models.chat" "ref" .) }}{{ end -}}
 {{- range .Values.ollama.models.extra }}{{ $refs = append $refs (dict "key" "ollama.models.extra" "ref" .) }}{{ end -}}
+{{- range .Values.ollama.models.extraEmbedding }}{{ $refs = append $refs (dict "key" "ollama.models.extraEmbedding" "ref" .) }}{{ end -}}
 {{- range $refs -}}
 {{- $parts := splitList ":" .ref -}}
 {{- if or (ne (len $parts) 2) (eq (last $parts) "latest") -}}

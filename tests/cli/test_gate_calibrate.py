@@ -82,6 +82,10 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
     assert "gate calibrate: searched" in printed.err  # progress lines, stderr not a terminal here
     assert "answerable (source top 3)" in printed.out and "unanswerable" in printed.out
     assert "gate in use" in printed.out  # e5 ships a fitted gate: the new one is printed beside it
+    # The next step, as docs/runbooks/gate-calibration.md gives it: with -n, or helm looks in the default namespace.
+    upgrade = "helm upgrade ragfr charts/ragfr -n ragfr -f my-values.yaml --wait --timeout 20m"
+    assert printed.out.splitlines()[-2].endswith(f"into my-values.yaml, then {upgrade}")
+    assert f"#   {upgrade}\n" in out.read_text(encoding="utf-8")
     values = yaml.safe_load(out.read_text(encoding="utf-8"))
     doc = values["openwebui"]["gate"]["calibration"]
     assert doc == json.loads(js.read_text(encoding="utf-8"))  # the YAML holds exactly the JSON document
@@ -117,8 +121,10 @@ def test_calibrate_writes_values_that_the_gate_and_the_chart_take(migrated_db, p
     strict = tmp_path / "strict.json"
     assert cli_main(["gate", "calibrate", "--dsn", dsn, "--collection", "wiki", "--answerable", str(answerable),
                      "--unanswerable", str(unanswerable), "--out", str(tmp_path / "strict.yaml"),
-                     "--calibration-json", str(strict), "--not-refused", "1", "--unanswerable-answered", "0"]) == 0
-    capsys.readouterr()
+                     "--calibration-json", str(strict), "--not-refused", "1", "--unanswerable-answered", "0",
+                     "--release", "rag-team", "--namespace", "team-a"]) == 0
+    assert "then helm upgrade rag-team charts/ragfr -n team-a -f my-values.yaml --wait --timeout 20m" in \
+        capsys.readouterr().out
     tight = json.loads(strict.read_text(encoding="utf-8"))
     assert tight["fitted"]["targets"] == {"not_refused": 1.0, "answered": 0.92, "negatives_answered": 0.0}
     assert doc["fitted"]["targets"] == {"not_refused": 0.975, "answered": 0.92, "negatives_answered": 0.02}

@@ -32,7 +32,8 @@ caution threshold), --answered and --unanswerable-answered (the answer threshold
 --unanswerable-answered to caution more of the questions near your domain; raise --answered to caution fewer.
 
 --out is a Helm values file (openwebui.gate.calibration): copy that key into the release's my-values.yaml and
-`helm upgrade <release> charts/ragfr -f my-values.yaml`; the chat's gate then uses it for this embedding model
+`helm upgrade ragfr charts/ragfr -n ragfr -f my-values.yaml --wait --timeout 20m` (the release and namespace of
+--release and --namespace); the chat's gate then uses it for this embedding model
 (docs/runbooks/gate-calibration.md).
 Outside the chart, write --calibration-json and set RAGFR_GATE_CALIBRATION to its path (ragfr ask, gate check).
 
@@ -44,7 +45,8 @@ examples:
 EPILOG = """\
 --questions: JSON lines, each {"id": ..., "text": ...}; "-" reads them from stdin. One JSON line per question
 on stdout: id, decision (answer, caution or refuse), rule (evidence: the fitted gate of the collection's
-embedding model; rank: no fitted gate for it), probability (the fitted gate's, else null), reason,
+embedding model, or the model-free gate when none was fitted for it, as the first line on stderr says; rank: a
+cross-encoder scale), probability (the fitted gate's, else null), reason,
 absent_subject (the question's subject no searched document names, beside a caution or refusal: its French
 sentence ends the reason; null otherwise), subject_changed ("answer -> caution" or "caution -> refuse" when
 that subject lowered the verdict, else null), and hits as `ragfr search --json` prints them (metadata
@@ -80,6 +82,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--unanswerable", required=True, metavar="FILE", help='JSON lines with "id", "text"')
     cal.add_argument("--out", default="gate-values.yaml", metavar="FILE",
                      help="the Helm values file to write (default: %(default)s)")
+    cal.add_argument("--release", default="ragfr", metavar="NAME",
+                     help="the Helm release the printed upgrade command names (default: %(default)s)")
+    cal.add_argument("--namespace", default="ragfr", metavar="NS",
+                     help="its namespace, in the printed upgrade command (default: %(default)s)")
     cal.add_argument("--calibration-json", metavar="FILE", help="also write the calibration as JSON "
                      "(RAGFR_GATE_CALIBRATION=FILE for ragfr ask / gate check outside the chart)")
     cal.add_argument("--dev-share", type=_share, default=0.25, metavar="S",
@@ -198,9 +204,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
           f"AUC (held out) {report['auc_test'] if report['auc_test'] is None else round(report['auc_test'], 3)}")
     print("questions per split (answerable / miss / unanswerable): "
           + "; ".join(f"{s} {r['answerable']}/{r['miss']}/{r['unanswerable']}" for s, r in report["rows"].items()))
-    Path(args.out).write_text(cal.values_yaml(doc, command, report), encoding="utf-8")
-    print(f"wrote {args.out}: copy its openwebui.gate.calibration into my-values.yaml, then helm upgrade <release> "
-          "charts/ragfr -f my-values.yaml")
+    Path(args.out).write_text(cal.values_yaml(doc, command, report, release=args.release,
+                                              namespace=args.namespace), encoding="utf-8")
+    print(f"wrote {args.out}: copy its openwebui.gate.calibration into my-values.yaml, then "
+          f"{cal.upgrade_command(args.release, args.namespace)}")
     if args.calibration_json:
         Path(args.calibration_json).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(f"wrote {args.calibration_json}: RAGFR_GATE_CALIBRATION={args.calibration_json} for ragfr ask and "

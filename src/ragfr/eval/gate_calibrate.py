@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -200,12 +201,20 @@ def yaml_lines(value: Any, indent: int) -> Iterable[str]:
             yield f"{pad}{key}: {_scalar(item)}"
 
 
-def values_yaml(doc: Mapping[str, Any], command: str, report: Mapping[str, Any]) -> str:
+def upgrade_command(release: str, namespace: str) -> str:
+    """The upgrade that applies a calibration copied into my-values.yaml, as docs/runbooks/gate-calibration.md
+    gives it: without -n, helm would look for the release in the kube context's default namespace."""
+    return shlex.join(["helm", "upgrade", release, "charts/ragfr", "-n", namespace, "-f", "my-values.yaml",
+                       "--wait", "--timeout", "20m"])
+
+
+def values_yaml(doc: Mapping[str, Any], command: str, report: Mapping[str, Any], *, release: str = "ragfr",
+                namespace: str = "ragfr") -> str:
     """The chart values file (openwebui.gate.calibration), which the operator copies into my-values.yaml."""
     head = [f"# ragfr gate calibrate, {doc['fitted']['date']}: the evidence gate of {doc['embedding_model']}",
             f"# command: {command}",
             *(f"# {line}" for line in table(report)),
-            "# copy openwebui.gate.calibration into my-values.yaml, then helm upgrade <release> charts/ragfr -f "
-            f"my-values.yaml; outside the chart: {ENV}=<path of "
-            "the calibration JSON>"]
+            "# copy openwebui.gate.calibration into my-values.yaml, then:",
+            f"#   {upgrade_command(release, namespace)}",
+            f"# outside the chart: {ENV}=<path of the calibration JSON>"]
     return "\n".join([*head, "openwebui:", "  gate:", "    calibration:", *yaml_lines(doc, 6)]) + "\n"

@@ -12,6 +12,8 @@ STAMP_DIR="$ROOT/.build/stamps"
 BOOKWORM_PKGS=(
   postgresql-15 postgresql-server-dev-15 postgresql-contrib postgresql-client-15
   build-essential binutils dpkg-dev ca-certificates
+  # python3 -m venv (.venv, .venv-owui): a plain Debian 12 has python3 without its venv module.
+  python3-venv
   podman debootstrap runc uidmap catatonit containernetworking-plugins
   # A real OCI registry on loopback for the images-push test (distribution 2.8; its service is never started).
   docker-registry

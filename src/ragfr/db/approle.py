@@ -33,7 +33,8 @@ WRITABLE = ("document_chunk",)
 # trigger (migrations 0003/0009) computes fts, fts_len and embedding_model (from ragfr.writer_model).
 INSERT_COLUMNS = ("id", "vector", "collection_name", "text", "vmetadata")
 CREATE_HINT = ("create it first (the chart does: ragdb's roles init container, CloudNativePG's managed.roles; "
-               "an external server: CREATE ROLE {name} LOGIN PASSWORD '...', see docs/install.md)")
+               "an external server: CREATE ROLE {name} LOGIN PASSWORD '...', see docs/reference/configuration.md, "
+               "'Database roles')")
 
 
 def grant(conn: psycopg.Connection, role: str) -> int:

@@ -4,4 +4,4 @@ One implementation of every retrieval rule, shared by the `ragfr` CLI, the Open 
 patch (patches/open-webui) and the evaluation harness.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.2.1"

@@ -6,7 +6,8 @@ Open WebUI's `distances`, in the chat's citations (Open WebUI shows a value in [
 `evidence` is the gate's reading of the whole search on a 0-1 scale: the fitted gate's probability p that the
 top passages hold the answer (ragfr.gate.fitted, the p the chat's gate log prints; for a model nobody fitted,
 the model-free gate's), or, where no fitted gate loads at all, the rank rule's input: the fused top score over
-the best any passage can score (feature `rrf1`: 1 = rank 1 in every arm). `rrf_i / rrf_top` places the passage against the best one of its search.
+the best any passage can score (feature `rrf1`: 1 = rank 1 in every arm). `rrf_i / rrf_top` places the
+passage against the best one of its search.
 
 Why this shape and not the RRF score itself: RRF of the best possible passage is 2/61 = 0.0328, which Open
 WebUI shows as « 3.28 % », read by an analyst as "barely relevant". Why not a per-passage probability: the

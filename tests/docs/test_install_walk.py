@@ -53,8 +53,8 @@ NOT_HERE: dict[str, str] = {
     "ssh ": "runs on a k3s node (k3s ctr / crictl exist only there); tests/images/test_images.py imports the "
             "same archives into a private containerd with the ctr k3s embeds",
     "for n in ": "a loop of ssh commands to the nodes (see ssh); the archive names it imports are checked",
-    "cd ragfr-images && sha256sum": "needs the archives `make images-save` writes (minutes of podman; "
-                                    "tests/images/test_images.py checks the sums)",
+    "cd ragfr-images-": "needs the archives `make images-save` writes (minutes of podman; "
+                        "tests/images/test_images.py checks the sums)",
     "kubectl get nodes": "needs the cluster; the node names it prints are checked against the example's "
                          "nodeSelectors",
     "helm test ": "needs an installed release; its Pod (helm.sh/hook: test) is checked in the render",
@@ -68,6 +68,11 @@ NOT_HERE: dict[str, str] = {
     "curl ": "as api=",
     "mkdir -p ~/.kube": "the kubeconfig's copy onto the operator's machine (Reference: it needs the k3s server)",
     "chmod 600 ~/.kube/config": "as mkdir -p ~/.kube",
+    "install -m 600 /etc/rancher/k3s/k3s.yaml ": "as mkdir -p ~/.kube, on the k3s server itself",
+    "echo 'export KUBECONFIG=/etc/rancher/k3s/k3s.yaml' >> ~/.profile": "root's profile on the k3s server",
+    "systemctl disable --now ": "stops the services make setup's apt step starts, on a k3s node (step 1)",
+    "python3 -m venv .venv-ops": "the operator's light venv (reference/cli.md): PyPI, minutes",
+    ".venv-ops/bin/pip install ": "as python3 -m venv .venv-ops",
     "sed -i 's/127": "as mkdir -p ~/.kube",
     "kubectl -n ragfr port-forward ": "needs a running release; the Services it forwards are checked by "
                                       "test_the_cli_section_forwards_the_release_s_services",

@@ -78,3 +78,13 @@ def test_the_one_decision_takes_three_outcomes_with_a_fitted_gate(monkeypatch) -
     # a calibrated cross-encoder scale keeps its threshold: the fitted gate never read its scores
     ce = GateConfig("cross-encoder", -4.0, 0.0)
     assert decide([("a", 1.0)], ce, evidence={"cos1": -5.0}, embedding_model="m").rule == "rank"
+
+
+def test_a_search_with_no_features_is_decided_by_the_rank_rule_not_read_as_zero_evidence() -> None:
+    """An empty feature mapping (a search that computed none) is not a search whose features are all zero: the
+    model-free gate would read it as no evidence at all and refuse a passage first in both arms."""
+    from ragfr.gate.rank import GateConfig, Outcome, decide
+
+    rrf = GateConfig.for_scale("rrf")
+    d = decide([("a", 2 / 61)], rrf, evidence={}, embedding_model="ollama:bge-m3:567m")
+    assert d.outcome is Outcome.ANSWER and d.rule == "rank" and "carries no evidence features" in d.reason

@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -349,7 +350,8 @@ def test_save_keeps_upstream_images_pinned_by_digest(built: dict[str, str], regi
     # docs/install.md pins Open WebUI by its multi-arch index digest (TAG@sha256:...) and any image may be pinned
     # by a bare digest. The save must carry the very manifest pinned: podman's pull + push would recompress the
     # layers and the node would not find the digest the release names.
-    index = "localhost/ragfr-test-pinned-index:1"
+    # A name of this run's own: the podman store is the machine's, and another checkout's tests may be running.
+    index = f"localhost/ragfr-test-pinned-index:{uuid.uuid4().hex[:12]}"
     check([*PODMAN, "manifest", "create", index])
     try:
         check([*PODMAN, "manifest", "add", index, f"containers-storage:localhost/ragfr/ragfr:{APP_VERSION}"])

@@ -174,8 +174,10 @@ def test_missing_pythonpath_in_the_configmap_fails_the_patch_check(prefix: str, 
 
 def test_query_rewriting_turned_back_on_fails_the_analyst_session(prefix: str, tmp_path: Path) -> None:
     # Issue 12's regression, in the chart's own pods: with ENABLE_RETRIEVAL_QUERY_GENERATION on, Open WebUI first
-    # asks the chat model to rewrite the question, so the answerable question costs a second model call (and
-    # the search runs on whatever the model wrote).
+    # asks the chat model to rewrite the question, so every question costs a model call before the evidence gate
+    # (and the search runs on whatever the model wrote). The smoke names it either way: the answerable question's
+    # second call, or, when the rewritten question is refused (the fitted gate reads the double's rewrite as
+    # ungrounded), the call made below the gate.
     def rewrite_queries(docs: list[dict]) -> None:
         for d in docs:
             if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "ragfr-openwebui-env":
@@ -185,7 +187,8 @@ def test_query_rewriting_turned_back_on_fails_the_analyst_session(prefix: str, t
         run(prefix, tmp_path, mutate=rewrite_queries, models_gate_first=False)
     message = str(failure.value)
     assert message.startswith("Open WebUI API: "), message
-    assert "chat model calls for the answerable question (expected 1)" in message, message
+    assert ("chat model calls for the answerable question (expected 1)" in message
+            or "chat model calls below the evidence gate (expected 0)" in message), message
 
 
 def test_images_built_from_other_sources_are_refused_before_anything_runs(tmp_path: Path) -> None:

@@ -214,7 +214,9 @@ def decide(scored: Sequence[tuple[T, float | None]], gate: GateConfig, top: floa
     # An operator's calibration this version cannot read decides nothing, and every decision says so.
     note = fitted.calibration_note(embedding_model) if gate.scale == "rrf" else None
     outcome, reason = _verdict(top, bool(kept), gate)
-    if model_gate is None or evidence is None or top is None or not kept:
+    # An empty feature mapping is a search that computed none (a stand-in, an older stamp), not one whose
+    # features are all zero: the fitted gate would read it as no evidence and refuse.
+    if model_gate is None or not evidence or top is None or not kept:
         if gate.scale == "rrf" and embedding_model and top is not None and kept:
             reason += (f" (rank rule: no fitted evidence gate for {embedding_model})" if model_gate is None
                        else " (rank rule: the search carries no evidence features)")

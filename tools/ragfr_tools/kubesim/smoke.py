@@ -310,9 +310,12 @@ def analyst(url: str, double: str, owui_logs: Callable[[], str], scale: str = "r
     if not theft:
         problems.append(f"the theft article is not among the passages of {fixtures.ANSWERABLE!r}: {shown}")
     elif not (all(isinstance(theft[0].get(k), int) for k in (keys.RANK, keys.arm_rank(LEXICAL.name)))
-              and theft[0].get("ragfr_chunk_id") and theft[0].get("ragfr_gate") == "answer"):
+              and theft[0].get("ragfr_chunk_id") and theft[0].get(keys.GATE)):
         problems.append(f"the passage has no ragfr ranks or gate decision (is the patch's retrieval running?): "
                         f"{theft[0]}")
+    elif theft[0].get(keys.GATE) != "answer":
+        problems.append(f"the gate did not answer {fixtures.ANSWERABLE!r}: {theft[0].get(keys.GATE)} "
+                        f"({theft[0].get(keys.GATE_REASON)})")
     # On the RRF scale a fitted gate decides for the chart's embedding model too (the model-free one when none
     # was fitted for it, issue 47), never the rank rule; a cross-encoder scale keeps its calibrated threshold.
     rules = {m.get(keys.GATE_RULE) for _, m in got}

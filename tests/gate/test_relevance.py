@@ -85,3 +85,9 @@ def test_a_subject_no_document_names_caps_what_the_analyst_reads(monkeypatch) ->
     hide_model_free_gate(monkeypatch)  # the rank rule's reading: rrf1 itself
     weak = dict.fromkeys(FEATURES, 0.0) | {"rrf1": 0.3}
     assert relevance.search_evidence("ollama:no-fit-here", weak, subject_absent=True) == pytest.approx(0.3)
+
+
+def test_a_search_with_no_features_reads_as_the_rank_rule_decides_it() -> None:
+    """The same reading as the decision: an empty feature mapping is not zero evidence (ragfr.gate.rank.decide)."""
+    assert relevance.search_evidence("ollama:no-fit-here", {}) == 0.0
+    assert relevance.search_evidence("ollama:no-fit-here", {"rrf1": 0.9}) != pytest.approx(0.9)

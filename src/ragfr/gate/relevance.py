@@ -49,7 +49,7 @@ def _reading(embedding_model: str | None, evidence: Mapping[str, float]) -> floa
         model_gate = fitted.load(embedding_model) if embedding_model else None
     except ConfigError:
         model_gate = None
-    if model_gate is not None:
+    if model_gate is not None and evidence:  # no features: the rank rule decides (ragfr.gate.rank.decide)
         return model_gate.probability(evidence)
     return _unit(float(evidence.get("rrf1", 0.0)))
 

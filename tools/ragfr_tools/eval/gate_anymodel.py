@@ -1,8 +1,9 @@
 """Fit the model-free evidence gate (src/ragfr/gate/models/any-model.json) and measure it on an embedding model
 and on corpora it never saw (issue 47 item 2: "the chart's bge-m3 gets it by default instead of the rank rule").
 
-Why model-free: a cosine is read on its embedding model's own scale (e5-small's unrelated questions score 0.78,
-USE's 0.2), so coefficients over cosines fitted with one model mean nothing for another. The other features are
+Why model-free: a cosine is read on its embedding model's own scale (30 everyday probe questions' best cosine
+averages 0.81 with e5-small, 0.14 with USE, over the gate-corpora collections), so coefficients over cosines
+fitted with one model mean nothing for another. The other features are
 read on scales no model sets: BM25 relative to the question's own best, the question's words the top passages
 hold (idf-weighted), the arms' agreement and the fused rank score normalised by the number of arms. A gate over
 those alone, fitted with one model, can be tested with another. The cosine features keep their place in the

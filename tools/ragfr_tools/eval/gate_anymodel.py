@@ -21,9 +21,19 @@ sets and models are named in its doc):
               Société (corpora no fit saw) with both models.
 The subject rule (ragfr.gate.rank.with_subject) is applied on top, as the product does.
 
+Ceiling: for every set, the best its p can do against the goals of issue 47 item 3 with thresholds chosen on
+that set's own rows, an oracle no deployment has (`ceiling`): if even that misses a goal, no threshold
+will meet it and a stronger signal is needed, not another fit of these features.
+
+--cosines probe (an experiment, never written to the package: the product keeps no probe statistics): the
+cosines read against each collection's own scale, its 30 everyday probe questions' best cosine
+(ragfr_tools.eval.gate_transfer's zcos features), beside the model-free ones; fitted and thresholded the
+same way, measured on the same sets.
+
 Usage:
   python -m ragfr_tools.eval.gate_anymodel [--dsn DSN]   # DSN: completes rows' document frequencies for the
                                                          # current subject rule (gate_corpora --reuse --dsn)
+  python -m ragfr_tools.eval.gate_anymodel --dsn DSN --cosines probe   # -> docs/bench/gate-anymodel-probe.json
 """
 
 from __future__ import annotations
@@ -32,14 +42,17 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ragfr.gate import fitting
 from ragfr.gate.features import FEATURES
 from ragfr.gate.fitted import FittedGate, from_json
 from ragfr_tools.eval import gate_corpora as corpora
+from ragfr_tools.eval import gate_transfer as transfer
 from ragfr_tools.repo import REPO
 
 MODEL_FREE = tuple(f for f in FEATURES if not f.startswith("cos"))
@@ -47,6 +60,7 @@ ANY_MODEL = "*"  # the embedding_model field of the file: every model without a 
 STATE = REPO / ".state" / "gatecorpora"
 OUT_MODEL = REPO / "src" / "ragfr" / "gate" / "models" / "any-model.json"
 OUT = REPO / "docs" / "bench" / "gate-anymodel.json"
+OUT_PROBE = REPO / "docs" / "bench" / "gate-anymodel-probe.json"
 DEV_SHARE = 0.3
 NEGATIVE = ("off", "near-topic", "near-hand")
 HELD_OUT = ("piaf-arts", "piaf-societe")
@@ -58,12 +72,19 @@ SETS = (("e5, fit corpora (fit + dev)", "multilingual-e5-small.rows.jsonl", E5, 
         ("USE, Arts + Société (model and corpora unseen)", "use-multilingual.heldout.rows.jsonl", USE, HELD_OUT))
 
 
-def load_rows(path: Path, model: str, dsn: str | None, keep: Sequence[str] | None) -> list[dict[str, Any]]:
-    rows = [r for r in corpora.read_rows(path) if r["kind"] != "probe" and (keep is None or r["corpus"] in keep)]
+def load_rows(path: Path, model: str, dsn: str | None, keep: Sequence[str] | None,
+              probe_cosines: bool = False) -> list[dict[str, Any]]:
+    """The labelled searches of `path` (probes left out); `probe_cosines`: their features gain the cosines read
+    on their collection's probe scale (transfer.RELATIVE)."""
+    every = corpora.read_rows(path)
+    rows = [r for r in every if r["kind"] != "probe" and (keep is None or r["corpus"] in keep)]
     if dsn:
         corpora.complete_df(rows, dsn, model)
+    scales = transfer.probe_scales(every) if probe_cosines else {}
     for r in rows:
         r["absent"] = corpora.absence_of(r)
+        if probe_cosines:
+            r["features"] = transfer.relative(r, scales)
     return rows
 
 
@@ -77,6 +98,15 @@ def strong_absence(row: dict[str, Any]) -> bool:
     return bool(row["absent"] and row["absent"].get("strong"))
 
 
+def dev_thresholds(p: Callable[[Mapping[str, float]], float], dev_rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The thresholds for the decision as it ships, the subject rule included: a question whose subject no
+    document names is never answered without caution, whatever p says, so such a negative cannot be
+    "answered" and does not hold the answer threshold up (it counts as p = 0 there)."""
+    pos = [p(r["features"]) for r in dev_rows if r["kind"] == "answerable"]
+    neg = [0.0 if strong_absence(r) else p(r["features"]) for r in dev_rows if r["kind"] != "answerable"]
+    return fitting.thresholds(pos, neg)
+
+
 def calibration(fit_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], c: float) -> dict[str, Any]:
     """The any-model file: fitted on MODEL_FREE, written over FEATURES with the cosines at weight 0."""
     m = fitting.fit([r["features"] for r in fit_rows], [r["kind"] == "answerable" for r in fit_rows], c=c,
@@ -86,17 +116,76 @@ def calibration(fit_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], 
     model = {**m, "mean": [f[0] for f in full], "scale": [f[1] for f in full], "coef": [f[2] for f in full]}
     gate = from_json({"embedding_model": ANY_MODEL, "features": list(FEATURES), "model": model,
                       "thresholds": {"answer_at": 1.0, "caution_at": 0.0}}, "fit")
-    # The thresholds are chosen for the decision as it ships, the subject rule included: a question whose
-    # subject no document names is never answered without caution, whatever p says, so such a negative
-    # cannot be "answered" and does not hold the answer threshold up (it counts as p = 0 there).
-    pos = [gate.probability(r["features"]) for r in dev_rows if r["kind"] == "answerable"]
-    neg = [0.0 if strong_absence(r) else gate.probability(r["features"]) for r in dev_rows
-           if r["kind"] != "answerable"]
-    th = fitting.thresholds(pos, neg)
-    return {"model": model, "thresholds": th}
+    return {"model": model, "thresholds": dev_thresholds(gate.probability, dev_rows)}
 
 
-def outcomes(gate: FittedGate, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+class ProbeGate:
+    """The --cosines probe experiment read like a FittedGate (probability, decide): the model-free features
+    and transfer.RELATIVE, fitted and thresholded as `calibration` does."""
+
+    NAMES = (*MODEL_FREE, *transfer.RELATIVE)
+
+    def __init__(self, fit_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], c: float) -> None:
+        model = fitting.fit([r["features"] for r in fit_rows], [r["kind"] == "answerable" for r in fit_rows], c=c,
+                            names=self.NAMES)
+        self.gate = transfer.Gate(self.NAMES, model, {"answer_at": 1.0, "caution_at": 0.0})
+        self.thresholds = dev_thresholds(self.gate.p, dev_rows)
+        self.gate = transfer.Gate(self.NAMES, model, self.thresholds)
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        return self.gate.p(features)
+
+    def decide(self, features: Mapping[str, float]) -> tuple[str]:
+        return (self.gate.decide(features),)
+
+
+def ceiling(p: Callable[[Mapping[str, float]], float], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The best thresholds chosen on `rows` themselves can do, the strong subject rule applied as it ships
+    (a strong absence refuses what p does not answer and cautions what it does):
+      refuse_2: the highest caution threshold that refuses at most 2 % of the answerable questions, and the
+                off-domain share it refuses (goal: >= 90 %);
+      answer_3: the lowest answer threshold that answers at most 3 % of the off-domain questions, and the
+                answerable share it answers without caution (goal: >= 90 %).
+    The same for the gate alone (`gate`), without the subject rule."""
+    def scored(kind: str) -> tuple[np.ndarray, np.ndarray]:
+        mine = [r for r in rows if r["kind"] == kind]
+        return (np.array([p(r["features"]) for r in mine]), np.array([strong_absence(r) for r in mine], dtype=bool))
+    ans, off = scored("answerable"), scored("off")
+    if not len(ans[0]) or not len(off[0]):
+        return {}
+    cuts = np.unique(np.concatenate([ans[0], off[0], [0.0, np.nextafter(1.0, 2.0)]]))
+    out: dict[str, Any] = {}
+    for rule in ("gate", "gate+strong"):
+        use_strong = rule == "gate+strong"
+
+        def refused(x: tuple[np.ndarray, np.ndarray], c: float, use_strong: bool = use_strong) -> float:
+            return float(np.mean((x[0] < c) | (x[1] & use_strong)))
+
+        def answered(x: tuple[np.ndarray, np.ndarray], a: float, use_strong: bool = use_strong) -> float:
+            return float(np.mean((x[0] >= a) & ~(x[1] & use_strong)))
+        c_ok = [c for c in cuts if refused(ans, c) <= 0.02]
+        a_ok = [a for a in cuts if answered(off, a) <= 0.03]
+        out[rule] = {
+            "refuse_2": {"caution_at": float(max(c_ok)), "off_refused": round(refused(off, max(c_ok)), 4)}
+            if c_ok else None,
+            "answer_3": {"answer_at": float(min(a_ok)), "answerable_answered": round(answered(ans, min(a_ok)), 4)}
+            if a_ok else None}
+    return out
+
+
+def ceiling_lines(report: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    lines = []
+    for name, by_rule in report.items():
+        for rule, best in by_rule.items():
+            r2, a3 = best["refuse_2"], best["answer_3"]
+            lines.append(f"ceiling, {name}, {rule}: answerable refused <= 2 % -> off-domain refused "
+                         + (f"{100 * r2['off_refused']:.1f} %" if r2 else "never (the rule alone refuses more)")
+                         + "; off-domain answered <= 3 % -> answerable answered "
+                         + (f"{100 * a3['answerable_answered']:.1f} %" if a3 else "never"))
+    return lines
+
+
+def outcomes(gate: FittedGate | ProbeGate, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """kind -> {gate: shares} for the gate alone, with the subject rule, and the rank rule beside them."""
     out: dict[str, dict[str, Any]] = {}
     for kind in ("answerable", *NEGATIVE):
@@ -130,39 +219,55 @@ def main(argv: list[str] | None = None) -> int:
                                   "DSN/h2_gate_use are read (optional: rows already hold their questions' words)")
     ap.add_argument("--rows-dir", type=Path, default=STATE)
     ap.add_argument("--C", type=float, default=1.0, help="inverse L2 strength")
+    ap.add_argument("--cosines", choices=("off", "probe"), default="off",
+                    help="off: the shipped model-free gate (cosines at weight 0); probe: the experiment reading "
+                         "them on each collection's probe scale (never written to the package)")
     ap.add_argument("--out-model", type=Path, default=OUT_MODEL)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, help=f"raw JSON (default {OUT.relative_to(REPO)}, "
+                                             f"{OUT_PROBE.relative_to(REPO)} with --cosines probe)")
     ap.add_argument("--no-write-model", action="store_true")
     args = ap.parse_args(argv)
+    probe = args.cosines == "probe"
+    out = args.out or (OUT_PROBE if probe else OUT)
     started = time.monotonic()
     databases = {E5: "h2_gate_e5", USE: "h2_gate_use"}
     loaded = {name: load_rows(args.rows_dir / file, model,
-                              f"{args.dsn.rstrip('/')}/{databases[model]}" if args.dsn else None, keep)
+                              f"{args.dsn.rstrip('/')}/{databases[model]}" if args.dsn else None, keep, probe)
               for name, file, model, keep in SETS}
     fit_rows, dev_rows = split(loaded[SETS[0][0]])
-    cal = calibration(fit_rows, dev_rows, args.C)
-    command = "python -m ragfr_tools.eval.gate_anymodel" + (" --dsn DSN" if args.dsn else "")
-    doc = {"embedding_model": ANY_MODEL, "features": list(FEATURES), **cal,
-           "fitted": {"command": command, "date": time.strftime("%Y-%m-%d"),
-                      "on": f"{E5} searches of PIAF Religion, Sport, Sciences and the golden contracts "
-                            "(gate_corpora rows): answerable vs off-domain and near-domain; cosine features "
-                            f"at weight 0; thresholds on the {int(DEV_SHARE * 100)} % dev side, for the decision "
-                            "with the subject rule",
-                      "rows": {"fit": len(fit_rows), "dev": len(dev_rows)}}}
-    gate = from_json(doc, "fit")
+    command = ("python -m ragfr_tools.eval.gate_anymodel" + (" --dsn DSN" if args.dsn else "")
+               + (" --cosines probe" if probe else ""))
+    gate: FittedGate | ProbeGate
+    if probe:
+        gate = ProbeGate(fit_rows, dev_rows, args.C)
+        thresholds = gate.thresholds
+    else:
+        cal = calibration(fit_rows, dev_rows, args.C)
+        thresholds = cal["thresholds"]
+        doc = {"embedding_model": ANY_MODEL, "features": list(FEATURES), **cal,
+               "fitted": {"command": command, "date": time.strftime("%Y-%m-%d"),
+                          "on": f"{E5} searches of PIAF Religion, Sport, Sciences and the golden contracts "
+                                "(gate_corpora rows): answerable vs off-domain and near-domain; cosine features "
+                                f"at weight 0; thresholds on the {int(DEV_SHARE * 100)} % dev side, for the "
+                                "decision with the subject rule",
+                          "rows": {"fit": len(fit_rows), "dev": len(dev_rows)}}}
+        gate = from_json(doc, "fit")
+        if not args.no_write_model:
+            args.out_model.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     report = {name: outcomes(gate, rows) for name, rows in loaded.items()}
-    if not args.no_write_model:
-        args.out_model.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"command": command, "date": doc["fitted"]["date"], "model_file":
-                                    str(args.out_model.relative_to(REPO)), "thresholds": cal["thresholds"],
-                                    "report": report, "wall_seconds": round(time.monotonic() - started, 1)},
-                                   indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    best = {name: ceiling(gate.probability, rows) for name, rows in loaded.items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"command": command, "date": time.strftime("%Y-%m-%d"),
+                               "model_file": None if probe else str(args.out_model.relative_to(REPO)),
+                               "features": list(ProbeGate.NAMES if probe else MODEL_FREE),
+                               "thresholds": thresholds, "report": report, "ceiling": best,
+                               "wall_seconds": round(time.monotonic() - started, 1)},
+                              indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(report))
-    print(f"thresholds: answer at p >= {cal['thresholds']['answer_at']:.3f}, caution at p >= "
-          f"{cal['thresholds']['caution_at']:.3f}; {len(fit_rows)} fit rows, {len(dev_rows)} dev rows", file=sys.stderr)
+    print("\n".join(ceiling_lines(best)))
+    print(f"thresholds: answer at p >= {thresholds['answer_at']:.3f}, caution at p >= "
+          f"{thresholds['caution_at']:.3f}; {len(fit_rows)} fit rows, {len(dev_rows)} dev rows", file=sys.stderr)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

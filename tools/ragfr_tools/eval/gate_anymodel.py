@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ragfr.gate import fitting
+from ragfr.gate import fitted, fitting
 from ragfr.gate.features import FEATURES
 from ragfr.gate.fitted import FittedGate, from_json
 from ragfr_tools.eval import gate_corpora as corpora
@@ -256,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
             args.out_model.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     report = {name: outcomes(gate, rows) for name, rows in loaded.items()}
     best = {name: ceiling(gate.probability, rows) for name, rows in loaded.items()}
+    # e5 keeps its own fitted gate in the product: its ceiling beside the model-free one's, on the same rows
+    own = fitted.load(E5)
+    if not probe and own is not None and own.embedding_model == E5:
+        best.update({f"{name}, e5's own gate": ceiling(own.probability, loaded[name])
+                     for name, _, model, _ in SETS if model == E5})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"command": command, "date": time.strftime("%Y-%m-%d"),
                                "model_file": None if probe else str(args.out_model.relative_to(REPO)),

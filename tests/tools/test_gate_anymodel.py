@@ -23,15 +23,23 @@ def test_the_ceiling_is_the_best_operating_point_of_each_goal() -> None:
     assert best["answer_3"] == {"answer_at": 0.9, "answerable_answered": 0.9}
 
 
-def test_strong_absences_of_answerable_questions_bound_the_ceiling() -> None:
-    rows = _rows("answerable", [0.9] * 90 + [0.5] * 10, strong=5) + _rows("off", [0.2] * 100)
+def test_strong_absences_below_the_answer_threshold_bound_the_ceiling() -> None:
+    # off-domain questions score 0.5, so answering at most 3 % of them means answering from 0.9; the 5 % of the
+    # answerable whose subject no passage holds score 0.4: below it, the subject rule refuses them whatever the
+    # caution threshold, so no threshold refuses at most 2 % of the answerable
+    rows = _rows("answerable", [0.4] * 5 + [0.9] * 95, strong=5) + _rows("off", [0.5] * 100)
     best = ceiling(lambda f: f["p"], rows)
-    assert best["gate"]["refuse_2"]["off_refused"] == 1.0
-    # 5 % of the answerable name a subject no passage holds: refused whatever p is, so no threshold refuses <= 2 %
+    assert best["gate"]["refuse_2"] == {"caution_at": 0.4, "off_refused": 0.0}
     assert best["gate+strong"]["refuse_2"] is None
-    # and those are cautioned, never answered: 95 % at most, where the gate alone answers every one
-    assert best["gate"]["answer_3"]["answerable_answered"] == 1.0
-    assert best["gate+strong"]["answer_3"]["answerable_answered"] == 0.95
+    assert best["gate+strong"]["answer_3"] == {"answer_at": 0.9, "answerable_answered": 0.95}
+
+
+def test_strong_absences_the_gate_answers_are_cautioned_not_refused() -> None:
+    rows = _rows("answerable", [0.95] * 5 + [0.9] * 95, strong=5) + _rows("off", [0.5] * 100)
+    best = ceiling(lambda f: f["p"], rows)
+    assert best["gate"]["answer_3"] == {"answer_at": 0.9, "answerable_answered": 1.0}
+    assert best["gate+strong"]["answer_3"] == {"answer_at": 0.9, "answerable_answered": 0.95}
+    assert best["gate+strong"]["refuse_2"] == {"caution_at": 0.9, "off_refused": 1.0}
 
 
 def test_a_set_without_answerable_or_off_domain_rows_has_no_ceiling() -> None:

@@ -140,37 +140,43 @@ class ProbeGate:
 
 
 def ceiling(p: Callable[[Mapping[str, float]], float], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The best thresholds chosen on `rows` themselves can do, the strong subject rule applied as it ships
-    (a strong absence refuses what p does not answer and cautions what it does):
-      refuse_2: the highest caution threshold that refuses at most 2 % of the answerable questions, and the
-                off-domain share it refuses (goal: >= 90 %);
+    """The best thresholds chosen on `rows` themselves can do (`gate`: p alone; `gate+strong`: with the strong
+    subject rule as it ships, which refuses a question whose subject no passage holds unless p answers it, and
+    then cautions it):
       answer_3: the lowest answer threshold that answers at most 3 % of the off-domain questions, and the
-                answerable share it answers without caution (goal: >= 90 %).
-    The same for the gate alone (`gate`), without the subject rule."""
+                answerable share it answers without caution (goal: >= 90 %);
+      refuse_2: with that answer threshold, the highest caution threshold that refuses at most 2 % of the
+                answerable questions, and the off-domain share it refuses (goal: >= 90 %); None when none does."""
     def scored(kind: str) -> tuple[np.ndarray, np.ndarray]:
         mine = [r for r in rows if r["kind"] == kind]
         return (np.array([p(r["features"]) for r in mine]), np.array([strong_absence(r) for r in mine], dtype=bool))
     ans, off = scored("answerable"), scored("off")
     if not len(ans[0]) or not len(off[0]):
         return {}
-    cuts = np.unique(np.concatenate([ans[0], off[0], [0.0, np.nextafter(1.0, 2.0)]]))
+    never = float(np.nextafter(1.0, 2.0))
+    cuts = np.unique(np.concatenate([ans[0], off[0], [0.0, never]]))
     out: dict[str, Any] = {}
     for rule in ("gate", "gate+strong"):
-        use_strong = rule == "gate+strong"
-
-        def refused(x: tuple[np.ndarray, np.ndarray], c: float, use_strong: bool = use_strong) -> float:
-            return float(np.mean((x[0] < c) | (x[1] & use_strong)))
-
-        def answered(x: tuple[np.ndarray, np.ndarray], a: float, use_strong: bool = use_strong) -> float:
-            return float(np.mean((x[0] >= a) & ~(x[1] & use_strong)))
-        c_ok = [c for c in cuts if refused(ans, c) <= 0.02]
-        a_ok = [a for a in cuts if answered(off, a) <= 0.03]
+        rule_on = rule == "gate+strong"
+        a = float(min(cut for cut in cuts if _answered(off, cut, rule_on) <= 0.03))  # `never` always qualifies
+        c_ok = [float(c) for c in cuts if c <= a and _refused(ans, c, a, rule_on) <= 0.02]
         out[rule] = {
-            "refuse_2": {"caution_at": float(max(c_ok)), "off_refused": round(refused(off, max(c_ok)), 4)}
-            if c_ok else None,
-            "answer_3": {"answer_at": float(min(a_ok)), "answerable_answered": round(answered(ans, min(a_ok)), 4)}
-            if a_ok else None}
+            "answer_3": {"answer_at": a, "answerable_answered": round(_answered(ans, a, rule_on), 4)},
+            "refuse_2": {"caution_at": max(c_ok), "off_refused": round(_refused(off, max(c_ok), a, rule_on), 4)}
+            if c_ok else None}
     return out
+
+
+def _answered(scored: tuple[np.ndarray, np.ndarray], answer_at: float, rule_on: bool) -> float:
+    """Share answered without caution: p at or above `answer_at` and (with the rule) no strong absence."""
+    p, strong = scored
+    return float(np.mean((p >= answer_at) & ~(strong & rule_on)))
+
+
+def _refused(scored: tuple[np.ndarray, np.ndarray], caution_at: float, answer_at: float, rule_on: bool) -> float:
+    """Share refused: p below `caution_at`, or (with the rule) a strong absence that p does not answer."""
+    p, strong = scored
+    return float(np.mean((p < caution_at) | (strong & rule_on & (p < answer_at))))
 
 
 def ceiling_lines(report: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -179,9 +185,9 @@ def ceiling_lines(report: Mapping[str, Mapping[str, Any]]) -> list[str]:
         for rule, best in by_rule.items():
             r2, a3 = best["refuse_2"], best["answer_3"]
             lines.append(f"ceiling, {name}, {rule}: answerable refused <= 2 % -> off-domain refused "
-                         + (f"{100 * r2['off_refused']:.1f} %" if r2 else "never (the rule alone refuses more)")
-                         + "; off-domain answered <= 3 % -> answerable answered "
-                         + (f"{100 * a3['answerable_answered']:.1f} %" if a3 else "never"))
+                         + (f"{100 * r2['off_refused']:.1f} %" if r2 else "never (the subject rule alone refuses more)")
+                         + f"; off-domain answered <= 3 % -> answerable answered "
+                           f"{100 * a3['answerable_answered']:.1f} %")
     return lines
 
 

@@ -32,6 +32,7 @@ def test_strong_absences_below_the_answer_threshold_bound_the_ceiling() -> None:
     assert best["gate"]["refuse_2"] == {"caution_at": 0.4, "off_refused": 0.0}
     assert best["gate+strong"]["refuse_2"] is None
     assert best["gate+strong"]["answer_3"] == {"answer_at": 0.9, "answerable_answered": 0.95}
+    assert (best["answerable"], best["answerable_strong"]) == (100, 5)
 
 
 def test_strong_absences_the_gate_answers_are_cautioned_not_refused() -> None:

@@ -128,8 +128,8 @@ class ProbeGate:
     def __init__(self, fit_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], c: float) -> None:
         model = fitting.fit([r["features"] for r in fit_rows], [r["kind"] == "answerable" for r in fit_rows], c=c,
                             names=self.NAMES)
-        self.gate = transfer.Gate(self.NAMES, model, {"answer_at": 1.0, "caution_at": 0.0})
-        self.thresholds = dev_thresholds(self.gate.p, dev_rows)
+        unthresholded = transfer.Gate(self.NAMES, model, {"answer_at": 1.0, "caution_at": 0.0})
+        self.thresholds = dev_thresholds(unthresholded.p, dev_rows)
         self.gate = transfer.Gate(self.NAMES, model, self.thresholds)
 
     def probability(self, features: Mapping[str, float]) -> float:
@@ -146,7 +146,9 @@ def ceiling(p: Callable[[Mapping[str, float]], float], rows: list[dict[str, Any]
       answer_3: the lowest answer threshold that answers at most 3 % of the off-domain questions, and the
                 answerable share it answers without caution (goal: >= 90 %);
       refuse_2: with that answer threshold, the highest caution threshold that refuses at most 2 % of the
-                answerable questions, and the off-domain share it refuses (goal: >= 90 %); None when none does."""
+                answerable questions, and the off-domain share it refuses (goal: >= 90 %); None when none does.
+    `answerable` / `answerable_strong`: how many answerable questions, and how many of them name a subject no
+    passage of the collection holds (what the rule refuses unless p answers it)."""
     def scored(kind: str) -> tuple[np.ndarray, np.ndarray]:
         mine = [r for r in rows if r["kind"] == kind]
         return (np.array([p(r["features"]) for r in mine]), np.array([strong_absence(r) for r in mine], dtype=bool))
@@ -155,7 +157,7 @@ def ceiling(p: Callable[[Mapping[str, float]], float], rows: list[dict[str, Any]
         return {}
     never = float(np.nextafter(1.0, 2.0))
     cuts = np.unique(np.concatenate([ans[0], off[0], [0.0, never]]))
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"answerable": int(len(ans[0])), "answerable_strong": int(ans[1].sum())}
     for rule in ("gate", "gate+strong"):
         rule_on = rule == "gate+strong"
         a = float(min(cut for cut in cuts if _answered(off, cut, rule_on) <= 0.03))  # `never` always qualifies
@@ -181,9 +183,13 @@ def _refused(scored: tuple[np.ndarray, np.ndarray], caution_at: float, answer_at
 
 def ceiling_lines(report: Mapping[str, Mapping[str, Any]]) -> list[str]:
     lines = []
-    for name, by_rule in report.items():
-        for rule, best in by_rule.items():
-            r2, a3 = best["refuse_2"], best["answer_3"]
+    for name, best in report.items():
+        if not best:
+            continue
+        lines.append(f"ceiling, {name}: {best['answerable_strong']} of {best['answerable']} answerable searches "
+                     "name a subject no passage holds")
+        for rule in ("gate", "gate+strong"):
+            r2, a3 = best[rule]["refuse_2"], best[rule]["answer_3"]
             lines.append(f"ceiling, {name}, {rule}: answerable refused <= 2 % -> off-domain refused "
                          + (f"{100 * r2['off_refused']:.1f} %" if r2 else "never (the subject rule alone refuses more)")
                          + f"; off-domain answered <= 3 % -> answerable answered "
